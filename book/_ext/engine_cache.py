@@ -29,13 +29,14 @@ def engine_hash(root=ROOT):
     return digest.hexdigest()[:16]
 
 
-def cache_dir(root=ROOT):
-    """The jupyter-cache folder for the engine as it is now."""
-    return root / "_build" / ".jupyter_cache" / f"engine-{engine_hash(root)}"
+def cache_dir(build_dir=ROOT / "_build", root=ROOT):
+    """The jupyter-cache folder, inside `build_dir`, for the engine as it is now."""
+    return Path(build_dir) / ".jupyter_cache" / f"engine-{engine_hash(root)}"
 
 
 def _set_cache_path(app, config):
-    config.nb_execution_cache_path = str(cache_dir())
+    build_dir = Path(app.outdir).parent  # jupyter-book writes html to <build>/html
+    config.nb_execution_cache_path = str(cache_dir(build_dir))
 
 
 def setup(app):
