@@ -12,8 +12,9 @@ import numpy as np
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
 
-    def __init__(self, data, requires_grad=True):
-        self.data = np.array(data, dtype=np.float64)
+    def __init__(self, data, requires_grad=True, copy=True):
+        # a copy, as torch.tensor makes; an operation's result is wrapped without one
+        self.data = np.array(data, dtype=np.float64, copy=True if copy else None)
         self.grad = np.zeros_like(self.data)
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
@@ -31,7 +32,7 @@ class Tensor:
 
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
-        out = Tensor(data, requires_grad=False)
+        out = Tensor(data, requires_grad=False, copy=False)
         if any(p.requires_grad for p in parents):
             out.requires_grad = True
             out.parents = parents

@@ -1,0 +1,189 @@
+"""engine.Tensor (chapter `tensors`): every VJP against central differences, the sweep, accumulation."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from engine import Tensor
+
+
+def central_differences(f, x, h=1e-6):
+    """d sum(f(x)) / dx, entry by entry, for an elementwise f on a float64 array."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        grad[i] = (np.sum(f(x + step)) - np.sum(f(x - step))) / (2 * h)
+    return grad
+
+
+def engine_grad(op, x):
+    t = Tensor(x)
+    op(t).backward()
+    return t.grad
+
+
+def floats(lo, hi):
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
+
+
+def vectors(lo, hi):
+    return arrays(np.float64, st.integers(1, 5), elements=floats(lo, hi))
+
+
+# (name, engine op, the same op in NumPy, its domain)
+UNARY = [
+    ("neg", lambda t: -t, lambda x: -x, (-5, 5)),
+    ("exp", lambda t: t.exp(), np.exp, (-5, 5)),
+    ("log", lambda t: t.log(), np.log, (0.1, 10)),
+    ("sin", lambda t: t.sin(), np.sin, (-5, 5)),
+    ("tanh", lambda t: t.tanh(), np.tanh, (-4, 4)),
+    ("sigmoid", lambda t: t.sigmoid(), lambda x: 1 / (1 + np.exp(-x)), (-6, 6)),
+    ("pow3", lambda t: t**3, lambda x: x**3, (-3, 3)),
+    ("pow-half", lambda t: t**0.5, np.sqrt, (0.1, 10)),
+    ("pow-neg", lambda t: t**-2, lambda x: x**-2.0, (0.5, 4)),
+    ("number-minus", lambda t: 2.0 - t, lambda x: 2.0 - x, (-5, 5)),
+    ("number-times", lambda t: 3 * t + 1, lambda x: 3 * x + 1, (-5, 5)),
+]
+
+
+@pytest.mark.parametrize("name, op, np_op, domain", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_vjp_matches_central_differences(name, op, np_op, domain):
+    @settings(max_examples=40, deadline=None)
+    @given(vectors(*domain))
+    def check(x):
+        np.testing.assert_allclose(op(Tensor(x)).data, np_op(x), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(
+            engine_grad(op, x), central_differences(np_op, x), rtol=1e-5, atol=1e-6
+        )
+
+    check()
+
+
+@settings(max_examples=40, deadline=None)
+@given(vectors(-4, 4))
+def test_relu_vjp_away_from_the_kink(x):
+    x = np.where(np.abs(x) < 1e-3, 0.5, x)  # finite differences are wrong at the kink
+    np.testing.assert_allclose(
+        engine_grad(lambda t: t.relu(), x),
+        central_differences(lambda v: np.maximum(v, 0), x),
+        atol=1e-6,
+    )
+
+
+def test_relu_slope_is_zero_at_zero_like_pytorch():
+    x = Tensor([-1.0, 0.0, 2.0])
+    x.relu().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+BINARY = [
+    ("add", lambda a, b: a + b),
+    ("sub", lambda a, b: a - b),
+    ("mul", lambda a, b: a * b),
+]
+
+
+@pytest.mark.parametrize("name, op", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_vjps_match_central_differences(name, op):
+    @settings(max_examples=40, deadline=None)
+    @given(st.integers(1, 5).flatmap(lambda n: st.tuples(
+        arrays(np.float64, n, elements=floats(-5, 5)),
+        arrays(np.float64, n, elements=floats(-5, 5)),
+    )))
+    def check(pair):
+        a, b = pair
+        ta, tb = Tensor(a), Tensor(b)
+        op(ta, tb).backward()
+        np.testing.assert_allclose(ta.grad, central_differences(lambda v: op(v, b), a), atol=1e-6)
+        np.testing.assert_allclose(tb.grad, central_differences(lambda v: op(a, v), b), atol=1e-6)
+
+    check()
+
+
+def running_program():
+    x1 = Tensor([2.0, 1.0, 0.5])
+    x2 = Tensor([5.0, 0.0, 2.0])
+    y = x1.log() + x1 * x2 - x2.sin()
+    return x1, x2, y
+
+
+def test_running_program_numbers_of_the_book():
+    x1, x2, y = running_program()
+    y.backward()
+    assert np.round(y.data, 3).tolist() == [11.652, 0.0, -0.602]
+    assert np.round(x1.grad, 3).tolist() == [5.5, 1.0, 4.0]
+    assert np.round(x2.grad, 3).tolist() == [1.716, 0.0, 0.916]
+    assert len(y.topo_order()) == 7
+
+
+def test_topo_order_puts_parents_first_and_visits_shared_nodes_once():
+    x = Tensor([1.0])
+    a = x * x  # x is a parent twice
+    b = a.exp()
+    y = a + b  # a is shared by two paths
+    order = y.topo_order()
+    assert len(order) == len({id(n) for n in order}) == 4
+    position = {id(n): i for i, n in enumerate(order)}
+    for node in order:
+        for parent in node.parents:
+            assert position[id(parent)] < position[id(node)]
+    y.backward()
+    assert x.grad[0] == pytest.approx(2 * (1 + np.e))  # the book's 7.44
+
+
+def test_a_chain_100000_operations_deep_needs_no_recursion():
+    x = Tensor([1.0])
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert len(y.topo_order()) == 100_001
+    assert x.grad[0] == 1.0
+
+
+def test_leaves_accumulate_across_backward_calls():
+    x = Tensor([1.0, -2.0, 0.5])
+    y = x**3
+    y.backward()
+    np.testing.assert_allclose(x.grad, [3.0, 12.0, 0.75])
+    y.backward()  # results are reset, leaves are not
+    np.testing.assert_allclose(x.grad, [6.0, 24.0, 1.5])
+
+
+def test_seeding_with_ones_gives_the_gradient_of_the_sum():
+    x1, x2, y = running_program()
+    y.backward()
+    g1 = x1.grad.copy()
+    a1, a2, z = running_program()
+    z.backward(gradient=np.array([1.0, 0.0, 0.0]))  # one row of the Jacobian
+    assert a1.grad[0] == g1[0] and a1.grad[1] == 0.0
+
+
+def test_numbers_are_constants_not_nodes():
+    x = Tensor([1.0, 2.0])
+    y = 2 * x - 1
+    assert len(y.topo_order()) == 3  # x, x*2, -1
+    y.backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_different_shapes_raise_a_value_error_naming_both():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        Tensor([1.0, 2.0, 3.0]) + Tensor([1.0, 2.0])
+
+
+def test_a_seed_of_the_wrong_shape_is_refused():
+    y = Tensor([1.0, 2.0]) * 2
+    with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
+        y.backward(gradient=np.ones(3))
+
+
+def test_exp_tanh_sigmoid_reuse_their_output():
+    x = Tensor([0.3, -1.2])
+    for op in ("exp", "tanh", "sigmoid"):
+        y = getattr(x, op)()
+        cells = [c.cell_contents for c in y.backward_fn.__closure__]
+        assert any(c is y.data for c in cells if isinstance(c, np.ndarray)), op
