@@ -2,10 +2,16 @@
 
 Each module is introduced by one chapter and says which in its docstring:
 
+    numeric numerical_grad, numerical_jacobian: central differences  (chapter `chain-rule`)
+    scalar  Var, one float with a grad and a backward closure  (chapter `scalar-engine`)
+    dual    Dual, a value and a tangent: forward mode  (chapter `forward-mode`)
     tensor  Tensor, a NumPy array with a grad and a backward closure  (chapter `tensors`)
     figures drawing helpers for the book's figures, not part of autodiff
 """
 
+from .numeric import numerical_grad, numerical_jacobian
+from .scalar import Var
+from .dual import Dual
 from .tensor import Tensor
 
-__all__ = ["Tensor"]
+__all__ = ["numerical_grad", "numerical_jacobian", "Var", "Dual", "Tensor"]
