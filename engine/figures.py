@@ -63,7 +63,12 @@ def _value_of(node):
 
 
 def graph_layout(root):
-    """Columns by depth (leaves at 0), rows in order of appearance: {node: (x, y)}."""
+    """Columns by depth (leaves at 0), rows ordered to keep edges short: {id(node): (x, y)}.
+
+    A node's column is its longest path from a leaf. Within a column, nodes are
+    sorted by the mean row of their parents (one barycentre pass), which keeps
+    most edges from crossing on the small graphs of the book.
+    """
     order = root.topo_order()
     depth = {}
     for node in order:
@@ -73,57 +78,63 @@ def graph_layout(root):
     for node in order:
         columns.setdefault(depth[id(node)], []).append(node)
     position = {}
-    for x, nodes in columns.items():
+    for x in sorted(columns):
+        nodes = columns[x]
+        if x > 0:
+            def mean_parent_row(node):
+                rows = [position[id(p)][1] for p in node.parents if id(p) in position]
+                return -sum(rows) / len(rows)
+            nodes = sorted(nodes, key=mean_parent_row)
         for row, node in enumerate(nodes):
             position[id(node)] = (x, -(row - (len(nodes) - 1) / 2))
     return order, position
 
 
 def _fmt(values, digits):
+    """Round to `digits` decimals and print without padding: [11.652 0 -0.602]."""
     values = np.round(values, digits) + 0.0  # + 0.0 turns -0.0 into 0.0
     if values.ndim == 0:
-        return f"{values:.{digits}g}"
-    return "[" + " ".join(f"{v:.{digits}g}" for v in values.ravel()) + "]"
+        return f"{values:g}"
+    return "[" + " ".join(f"{v:g}" for v in values.ravel()) + "]"
 
 
-def draw_graph(ax, root, names=None, show_grad=True, digits=4, highlight=(), box_width=2.1):
+def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fontsize=8.5):
     """Draw the graph that ends at `root`: one box per node with its data and grad rows.
 
     `names` maps nodes to labels (default: the operation, or "leaf").
-    Nodes in `highlight` are drawn in the accent colour.
+    Nodes in `highlight` are drawn in the accent colour. Returns {id(node): text artist}.
     """
     names = names or {}
     order, position = graph_layout(root)
+    xs = [p[0] for p in position.values()]
+    ys = [p[1] for p in position.values()]
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    ax.set_ylim(min(ys) - 0.7, max(ys) + 0.7)
+    ax.set_axis_off()
     highlight = {id(n) for n in highlight}
-    scale_x, scale_y = 3.0, 1.6
-    for node in order:
-        x0, y0 = position[id(node)]
-        for parent in node.parents:
-            if id(parent) not in position:
-                continue
-            x1, y1 = position[id(parent)]
-            ax.annotate(
-                "",
-                xy=(x0 * scale_x - box_width / 2, y0 * scale_y),
-                xytext=(x1 * scale_x + box_width / 2, y1 * scale_y),
-                arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.2,
-                                shrinkA=0, shrinkB=0),
-            )
+    boxes = {}
     for node in order:
         x, y = position[id(node)]
-        label = names.get(node) or names.get(id(node)) or (node.op or "leaf")
+        label = names.get(node) or (node.op or "leaf")
         rows = [label, "data " + _fmt(_value_of(node), digits)]
         if show_grad:
             rows.append("grad " + _fmt(np.asarray(node.grad, dtype=float), digits))
         colour = "#fde0c5" if id(node) in highlight else ("#dbe9f6" if node.parents else "#e4f2e0")
-        ax.text(
-            x * scale_x, y * scale_y, "\n".join(rows), ha="center", va="center",
-            family="monospace", fontsize=8.5,
+        boxes[id(node)] = ax.text(
+            x, y, "\n".join(rows), ha="center", va="center", family="monospace",
+            fontsize=fontsize, zorder=3,
             bbox=dict(boxstyle="round,pad=0.4", fc=colour, ec="#333333", lw=1),
         )
-    xs = [p[0] * scale_x for p in position.values()]
-    ys = [p[1] * scale_y for p in position.values()]
-    ax.set_xlim(min(xs) - box_width, max(xs) + box_width)
-    ax.set_ylim(min(ys) - 1.0, max(ys) + 1.0)
-    ax.set_axis_off()
-    return position
+    ax.figure.canvas.draw()  # lay out the boxes so arrows can stop at their edges
+    for node in order:
+        for parent in node.parents:
+            if id(parent) in boxes:
+                ax.annotate(
+                    "", xy=position[id(node)], xytext=position[id(parent)],
+                    arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.2,
+                                    shrinkA=1, shrinkB=1, mutation_scale=14,
+                                    patchA=boxes[id(parent)].get_bbox_patch(),
+                                    patchB=boxes[id(node)].get_bbox_patch()),
+                    zorder=4,
+                )
+    return boxes
