@@ -1,0 +1,532 @@
+"""Downloadable notebooks: every chapter as an executed .ipynb, and the whole book as a zip.
+
+What the site offers a reader, for every chapter (a MyST Markdown notebook) with no
+per-chapter configuration:
+
+* "Download .ipynb" in the page's download menu. sphinx-book-theme only offers it
+  when a launch service (Binder, Colab, ...) is configured; this extension sets the
+  page context key the theme reads (`ipynb_source`) itself, and writes the notebook
+  to `_sources/<docname>.ipynb`, where the theme's link points.
+* The notebook is the EXECUTED one (`<build>/jupyter_execute/<docname>.ipynb`, the
+  outputs the page shows and the verifier checks), made to work in plain Jupyter:
+  - each ```{literalinclude} ../engine/x.py``` listing (with :pyobject:, :start-after:,
+    ... read exactly as Sphinx reads them) becomes a code cell holding the included
+    source, dedented, tagged `engine-listing`. A listing made of definitions only is
+    runnable: relative imports point at the package, and a name it defines that the
+    package module also defines is imported back from the package at the end of the
+    cell, so running it changes nothing later cells print. A fragment (e.g. lines from
+    inside a function) cannot run alone and is shown as a Markdown code block.
+  - `from myst_nb import glue` gets a fallback, so the notebook runs without the
+    book's Sphinx toolchain installed.
+  - each glued figure (```{glue:figure} name```, ```{glue} name```) is shown in the
+    Markdown cell as an image attachment of the glued output.
+* `downloads/autodiff-book.zip` (linked from the intro with the `book-archive` role):
+  every chapter notebook, the `engine` package with its pyproject.toml (`pip install .`)
+  and a requirements.txt with the runtime subset of the book's pins.
+"""
+
+import ast
+import base64
+import copy
+import io
+import json
+import posixpath
+import re
+import textwrap
+import zipfile
+from pathlib import Path
+
+import nbformat
+
+ARCHIVE = "downloads/autodiff-book.zip"
+ARCHIVE_TOP = "autodiff-book"
+LISTING_TAG = "engine-listing"
+# what a reader needs to run the notebooks (their dependency closure is pinned)
+RUNTIME_ROOTS = ["numpy", "scipy", "matplotlib", "ipykernel", "nbclient", "nbformat"]
+
+GLUE_FALLBACK = '''\
+try:
+    from myst_nb import glue
+except ImportError:  # outside the book's build: show what display=True would show
+    def glue(name, variable, display=True):
+        if display:
+            from IPython.display import display as show
+            show(variable)'''
+
+_FENCE_OPEN = re.compile(r"^(?P<indent>\s*)(?P<fence>`{3,}|:{3,})\s*(?P<info>.*)$")
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w:.-]+)\}\s*(?P<arg>.*)$")
+_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+
+
+# -- parsing MyST fences in a Markdown cell -------------------------------------------
+
+
+def _fenced_blocks(lines):
+    """Yield (start, end, name, arg, body_lines, depth, in_code) for every fenced block.
+
+    `start`/`end` are the opening and closing line indexes, `depth` how many fences
+    enclose it, `in_code` whether one of them is a plain code fence (no directive).
+    """
+    stack = []  # (fence string, start, name, arg, in_code)
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stack:
+            fence = stack[-1][0]
+            if stripped and set(stripped) == {fence[0]} and len(stripped) >= len(fence):
+                fence, start, name, arg, in_code = stack.pop()
+                yield start, i, name, arg, lines[start + 1:i], len(stack), in_code
+                continue
+            if stack[-1][2] is None:  # inside a plain code block nothing opens
+                continue
+        match = _FENCE_OPEN.match(line)
+        if not match:
+            continue
+        info = match["info"].strip()
+        directive = _DIRECTIVE.match(info)
+        if match["fence"][0] == ":" and not directive:
+            continue
+        in_code = any(entry[2] is None for entry in stack)
+        if directive:
+            stack.append((match["fence"], i, directive["name"], directive["arg"].strip(), in_code))
+        else:
+            stack.append((match["fence"], i, None, info, in_code))
+
+
+def _parse_directive(directive_class, arg, body):
+    """(options, body lines) of a MyST directive, parsed exactly as MyST parses them."""
+    from myst_parser.parsers.directives import parse_directive_text
+
+    result = parse_directive_text(directive_class, arg, "\n".join(body),
+                                  validate_options=directive_class is not None)
+    return dict(result.options), list(result.body)
+
+
+# -- listings -------------------------------------------------------------------------
+
+
+def read_listing(path, options, config=None):
+    """The text Sphinx's literalinclude shows for `path` with `options`, dedented."""
+    from sphinx.directives.code import LiteralIncludeReader
+
+    class _Config:
+        source_encoding = "utf-8-sig"
+
+    reader = LiteralIncludeReader(str(path), options, config or _Config())
+    text, _ = reader.read()
+    return textwrap.dedent(text).strip("\n") + "\n"
+
+
+def _module_name(path, root):
+    """`engine/tensor.py` -> `engine.tensor`; `engine/__init__.py` -> `engine`."""
+    try:
+        parts = list(Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("").parts)
+    except ValueError:
+        return None
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or None
+
+
+def _top_level_names(tree):
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [t.id for t in targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [(a.asname or a.name).split(".")[0] for a in node.names]
+    return names
+
+
+def _is_definitions_only(tree):
+    """True when running the code only defines things (no statement with effects)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                             ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            try:
+                ast.literal_eval(node.value)
+                continue
+            except ValueError:
+                pass
+        return False
+    return True
+
+
+def _absolute_imports(code, module):
+    """Point `from .x import y` at the package the listed file belongs to."""
+    package = module.rsplit(".", 1)[0] if module and "." in module else (module or "")
+    if module and Path(module.replace(".", "/")).name == "__init__":
+        package = module
+
+    def fix(match):
+        dots, rest = match["dots"], match["rest"]
+        base = package.split(".")
+        base = base[: len(base) - (len(dots) - 1)] if len(dots) > 1 else base
+        target = ".".join([p for p in base if p] + ([rest] if rest else []))
+        return f"{match['indent']}from {target} import"
+
+    return re.sub(r"^(?P<indent>\s*)from (?P<dots>\.+)(?P<rest>[\w.]*) import", fix, code,
+                  flags=re.M)
+
+
+def listing_cells(path, options, root, label):
+    """Cells for one listing: a runnable code cell, or a Markdown block for a fragment."""
+    code = read_listing(path, options)
+    module = _module_name(path, root)
+    what = options.get("pyobject") or ", ".join(
+        f":{k}: {v}" for k, v in options.items()
+        if k in ("start-after", "start-at", "end-before", "end-at", "lines"))
+    header = f"# Listing: {label}" + (f" ({what})" if what else "")
+    meta = {"tags": [LISTING_TAG], "engine_listing": {"file": label, **{
+        k: str(v) for k, v in options.items()}}}
+    try:
+        tree = ast.parse(code)
+        runnable = _is_definitions_only(tree)
+    except SyntaxError:
+        runnable = False
+    if not runnable:
+        meta["engine_listing"]["runnable"] = False
+        text = (f"*Listing: `{label}`" + (f" ({what})" if what else "")
+                + ", a fragment that runs as part of the package:*\n\n```python\n"
+                + code + "```")
+        return [nbformat.v4.new_markdown_cell(text, metadata=meta)]
+    meta["engine_listing"]["runnable"] = True
+    code = _absolute_imports(code, module)
+    lines = [header + ": the package's own source", code.rstrip("\n")]
+    if module:
+        module_names = set()
+        try:
+            module_names = set(_top_level_names(ast.parse(Path(path).read_text())))
+        except (OSError, SyntaxError):
+            pass
+        shadowed = [n for n in dict.fromkeys(_top_level_names(tree)) if n in module_names]
+        imports = [n for n in shadowed
+                   if not re.search(rf"^(from|import)\b.*\b{re.escape(n)}\b", code, re.M)]
+        if imports:
+            lines.append(f"from {module} import {', '.join(imports)}"
+                         "  # later cells use the package's own definitions")
+    return [nbformat.v4.new_code_cell("\n".join(lines) + "\n", metadata=meta)]
+
+
+# -- glue -----------------------------------------------------------------------------
+
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def glued_outputs(nb, glue_data=None):
+    """{name: mimebundle} of every `glue(...)` call: myst-nb moves them out of the
+    executed notebook into `<docname>.glue.json` (`glue_data`); any left in place count too."""
+    found = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                data = {k[len(GLUE_PREFIX):] if k.startswith(GLUE_PREFIX) else k: v
+                        for k, v in output.get("data", {}).items()}
+                found[name] = data
+    return found
+
+
+def _glue_figure_markdown(name, body, glued, attachments):
+    """Markdown for a glued figure: the PNG as a cell attachment, caption below."""
+    from myst_nb.ext.glue.directives import PasteFigureDirective
+
+    data = glued.get(name, {})
+    options, caption_lines = _parse_directive(PasteFigureDirective, name, body)
+    caption = "\n".join(caption_lines).strip()
+    alt = str(options.get("alt", name)).replace("]", "")
+    png = data.get("image/png")
+    if png:
+        key = f"{name}.png"
+        attachments[key] = {"image/png": png if isinstance(png, str) else base64.b64encode(png).decode()}
+        out = f"![{alt}](attachment:{key})"
+    elif "text/plain" in data:
+        out = f"`{data['text/plain']}`"
+    else:
+        out = f"*(figure `{name}`)*"
+    return out + (f"\n\n*{caption}*" if caption else "")
+
+
+# -- the notebook a reader downloads --------------------------------------------------
+
+
+def reader_notebook(nb, doc_path, root, glue_data=None):
+    """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter."""
+    nb = copy.deepcopy(nb)
+    doc_path = Path(doc_path)
+    glued = glued_outputs(nb, glue_data)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
+                            flags=re.M)
+            cell.source = source
+            cells.append(cell)
+            continue
+        if cell.cell_type != "markdown":
+            cells.append(cell)
+            continue
+        lines = cell.source.split("\n")
+        replacements = []  # (start, end, kind, payload)
+        for start, end, name, arg, body, depth, in_code in _fenced_blocks(lines):
+            if in_code or name is None:
+                continue
+            if name == "literalinclude":
+                from sphinx.directives.code import LiteralInclude
+
+                options, _ = _parse_directive(LiteralInclude, arg, body)
+                target = (root / arg.lstrip("/")) if arg.startswith("/") else (doc_path.parent / arg)
+                target = target.resolve()
+                try:
+                    label = target.relative_to(Path(root).resolve()).as_posix()
+                except ValueError:
+                    label = target.name
+                new = listing_cells(target, options, root, label)
+                replacements.append((start, end, "listing", (depth, new, label)))
+            elif name in ("glue:figure", "glue", "glue:any"):
+                replacements.append((start, end, "glue", (arg, body)))
+        if not replacements:
+            cells.append(cell)
+            continue
+        replacements.sort()
+        attachments = dict(cell.get("attachments", {}))
+        pending, hoisted, chunk, cursor = [], [], [], 0
+
+        def flush():
+            text = "\n".join(chunk).strip("\n")
+            if text.strip():
+                new_cell = nbformat.v4.new_markdown_cell(text, metadata=copy.deepcopy(cell.metadata))
+                used = {k: v for k, v in attachments.items() if f"attachment:{k}" in text}
+                if used:
+                    new_cell["attachments"] = used
+                pending.append(new_cell)
+            chunk.clear()
+
+        for start, end, kind, payload in replacements:
+            if start < cursor:
+                continue  # inside a block already replaced
+            chunk.extend(lines[cursor:start])
+            if kind == "glue":
+                chunk.extend(_glue_figure_markdown(payload[0], payload[1], glued,
+                                                   attachments).split("\n"))
+            else:
+                depth, new, label = payload
+                if depth == 0:
+                    flush()
+                    pending.extend(new)
+                else:  # inside another directive: show it right after this cell
+                    chunk.append(f"*(Listing of `{label}`: the cell after this text.)*")
+                    hoisted.extend(new)
+            cursor = end + 1
+        chunk.extend(lines[cursor:])
+        flush()
+        cells.extend(pending + hoisted)
+    nb.cells = cells
+    for cell in nb.cells:  # unique ids for the cells made here
+        cell.pop("id", None)
+    nb.nbformat_minor = max(nb.nbformat_minor, 5)
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{i}"
+    nb.metadata.pop("source_map", None)
+    nb.metadata["autodiff_book"] = {"source": doc_path.resolve().relative_to(Path(root).resolve()).as_posix()
+                                    if doc_path.resolve().is_relative_to(Path(root).resolve()) else doc_path.name}
+    return nb
+
+
+# -- the archive ----------------------------------------------------------------------
+
+
+def _pins(requirements):
+    pins = {}
+    for line in Path(requirements).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==\s*(\S+)$", line)
+        if match:
+            pins[_canonical(match[1])] = (match[1], match[2])
+    return pins
+
+
+def _canonical(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def runtime_requirements(requirements, roots=RUNTIME_ROOTS):
+    """The pinned lines of `requirements` that the runtime roots need (their closure)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    pins = _pins(requirements)
+    seen, todo = set(), [_canonical(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for spec in requires:
+            req = Requirement(spec)
+            if req.marker and not req.marker.evaluate({"extra": ""}):
+                continue
+            todo.append(_canonical(req.name))
+    lines = [f"{pins[n][0]}=={pins[n][1]}" for n in sorted(seen) if n in pins]
+    return lines
+
+
+def notebook_docnames(env):
+    """Docnames (in toc order where known) whose source is a Jupyter notebook."""
+    names = [d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {})]
+    order = {d: i for i, d in enumerate(_toc_order(env))}
+    return sorted(names, key=lambda d: (order.get(d, len(order)), d))
+
+
+def _toc_order(env):
+    try:
+        root = env.config.root_doc
+        order, todo = [], [root]
+        while todo:
+            doc = todo.pop(0)
+            if doc in order:
+                continue
+            order.append(doc)
+            todo[0:0] = env.toctree_includes.get(doc, [])
+        return order
+    except Exception:
+        return []
+
+
+def notebook_name(docname):
+    """`book/tensors` -> `tensors.ipynb` inside the archive's notebooks/ folder."""
+    parts = docname.split("/")
+    if len(parts) > 1 and parts[0] == "book":
+        parts = parts[1:]
+    return "/".join(parts) + ".ipynb"
+
+
+README = """\
+# Automatic differentiation, built and checked: the notebooks
+
+Every chapter of the book as a Jupyter notebook, executed (the outputs are the
+book's), and the `engine` package the chapters build.
+
+    python3 -m venv .venv
+    .venv/bin/pip install -r requirements.txt
+    .venv/bin/pip install .
+    .venv/bin/pip install jupyterlab        # or any Jupyter front end
+    .venv/bin/jupyter lab notebooks/
+
+Cells tagged `engine-listing` show the package's source as the book shows it;
+running one only defines what it lists, the other cells use the installed package.
+To run every notebook top to bottom without a browser:
+
+    .venv/bin/jupyter execute notebooks/*.ipynb
+"""
+
+
+def write_archive(out_zip, notebooks, root, requirements):
+    """Write the zip: notebooks/{name}.ipynb, engine/, pyproject.toml, requirements.txt."""
+    root = Path(root)
+    stamp = (2026, 1, 1, 0, 0, 0)
+    out_zip = Path(out_zip)
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_suffix(".zip.tmp")
+
+    def add(zf, name, data):
+        info = zipfile.ZipInfo(f"{ARCHIVE_TOP}/{name}", date_time=stamp)
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o644 << 16
+        zf.writestr(info, data)
+
+    with zipfile.ZipFile(tmp, "w") as zf:
+        add(zf, "README.md", README)
+        pins = "\n".join(runtime_requirements(requirements))
+        add(zf, "requirements.txt",
+            "# Runtime pins of the book (numpy, scipy, matplotlib, Jupyter kernel and their\n"
+            "# dependencies), taken from the book's own requirements.txt.\n" + pins + "\n")
+        add(zf, "pyproject.toml", (root / "pyproject.toml").read_text())
+        for path in sorted((root / "engine").rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                add(zf, path.relative_to(root).as_posix(), path.read_bytes())
+        for name, nb in notebooks:
+            add(zf, f"notebooks/{name}", nbformat.writes(nb))
+    tmp.replace(out_zip)
+    return out_zip
+
+
+# -- Sphinx ---------------------------------------------------------------------------
+
+
+def _root(app):
+    return Path(app.srcdir)
+
+
+def _executed(app, docname):
+    return Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
+
+
+def _build_reader_notebook(app, docname):
+    path = _executed(app, docname)
+    if not path.exists():
+        return None
+    nb = nbformat.read(path, as_version=4)
+    glue_path = path.with_name(path.name[: -len(".ipynb")] + ".glue.json")
+    glue_data = json.loads(glue_path.read_text()) if glue_path.exists() else None
+    return reader_notebook(nb, app.env.doc2path(docname), _root(app), glue_data)
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    """Offer the executed notebook in the download menu of every notebook page."""
+    if app.builder.format != "html" or pagename not in app.env.found_docs:
+        return
+    if "kernelspec" not in app.env.metadata.get(pagename, {}):
+        return
+    nb = _build_reader_notebook(app, pagename)
+    if nb is None:
+        return
+    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(nbformat.writes(nb), encoding="utf-8")
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def _build_finished(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    notebooks = []
+    for docname in notebook_docnames(app.env):
+        nb = _build_reader_notebook(app, docname)
+        if nb is None:
+            continue
+        target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(nbformat.writes(nb), encoding="utf-8")
+        notebooks.append((notebook_name(docname), nb))
+    root = _root(app)
+    write_archive(Path(app.outdir) / ARCHIVE, notebooks, root, root / "requirements.txt")
+
+
+def book_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-archive}`Download everything (.zip)``: a link to the archive of the book."""
+    from docutils import nodes
+
+    env = inliner.document.settings.env
+    uri = posixpath.relpath(ARCHIVE, posixpath.dirname(env.docname) or ".")
+    node = nodes.reference(rawtext, text or posixpath.basename(ARCHIVE), refuri=uri,
+                           classes=["book-archive"])
+    return [node], []
+
+
+def setup(app):
+    app.connect("html-page-context", _page_context, priority=400)
+    app.connect("build-finished", _build_finished)
+    app.add_role("book-archive", book_archive_role)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
