@@ -1,0 +1,498 @@
+"""Read a chapter's code cells and their `expect:` options; compare and rewrite them.
+
+The pure core of the chapter verifier (tests/verifier.py runs the cells). Nothing
+here starts a kernel or imports pytest, so Sphinx extensions and tests can both
+import it (put `book/_ext` on sys.path).
+
+- Chapters are the MyST notebooks listed in `_toc.yml`, read with myst-nb's own
+  reader and the book's own MyST configuration, so the notebook (and its
+  jupyter-cache hash) is the one the site build executes.
+- `compare(expected, got, tolerance)` is strict after `normalize`: whitespace
+  runs become one space and spaces just inside brackets go, so NumPy's padding
+  never matters but every printed digit does. A per-cell `tolerance:` option
+  (`rel R`, `abs A` or `magnitude`) relaxes the numbers, never the text.
+- `rewrite_expectations` replaces only the lines of the `expect:` blocks it is
+  asked to change and leaves every other byte of the chapter alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import math
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# -- the book's configuration, as jupyter-book hands it to Sphinx ---------------
+
+
+@functools.lru_cache(maxsize=None)
+def _final_config(root: Path) -> dict:
+    from jupyter_book.config import get_final_config
+
+    config, _ = get_final_config(
+        user_yaml=Path(root) / "_config.yml",
+        sourcedir=Path(root),
+        cli_config={"latex_individualpages": False},
+    )
+    return config
+
+
+def book_config(root=ROOT) -> dict:
+    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
+    return _final_config(Path(root).resolve())
+
+
+def md_parser_config(root=ROOT):
+    """The MdParserConfig myst-parser builds from the book's `myst_*` settings."""
+    from myst_parser.config.main import MdParserConfig
+
+    config = book_config(root)
+    names = {name for name, _, _ in MdParserConfig().as_triple()}
+    values = {k[5:]: v for k, v in config.items() if k.startswith("myst_") and k[5:] in names}
+    return MdParserConfig(**values)
+
+
+def default_timeout(root=ROOT):
+    """`execute: timeout:` of `_config.yml` (seconds; None or -1 means no limit)."""
+    return book_config(root).get("nb_execution_timeout", 30)
+
+
+# -- chapters --------------------------------------------------------------------
+
+
+def is_notebook(text: str) -> bool:
+    """A MyST notebook as myst-nb sees it, with a kernelspec to run it."""
+    from myst_nb.core.read import is_myst_markdown_notebook
+
+    if not is_myst_markdown_notebook(text):
+        return False
+    import yaml
+
+    front = text.split("\n---", 1)[0].lstrip("-\n")
+    meta = yaml.safe_load(front) or {}
+    return isinstance(meta, dict) and "kernelspec" in meta
+
+
+def chapter_paths(root=ROOT) -> list[Path]:
+    """Every MyST notebook `_toc.yml` lists, in table-of-contents order."""
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    root = Path(root)
+    paths = []
+    for docname in parse_toc_yaml(str(root / "_toc.yml")):
+        for suffix in (".md",):
+            path = root / f"{docname}{suffix}"
+            if path.is_file() and is_notebook(path.read_text(encoding="utf8")):
+                paths.append(path)
+    return paths
+
+
+def slug(path, root=ROOT) -> str:
+    """`book/tensors.md` -> `tensors` (the chapter's name in test ids)."""
+    path = Path(path).resolve()
+    for base in (Path(root).resolve() / "book", Path(root).resolve(), path.parent):
+        try:
+            return path.relative_to(base).with_suffix("").as_posix()
+        except ValueError:
+            continue
+    return path.stem
+
+
+def display_path(path, root=ROOT) -> str:
+    """The path a reader types: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    try:
+        return path.relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+@dataclasses.dataclass
+class CodeCell:
+    index: int  # position among all the notebook's cells
+    line: int  # 1-based line of the ```{code-cell} fence in the .md
+    source: str
+    options: dict  # the cell's metadata: its YAML options
+
+    @property
+    def expect(self):
+        return self.options.get("expect")
+
+    @property
+    def tolerance(self):
+        return self.options.get("tolerance")
+
+    @property
+    def timeout(self):
+        return self.options.get("timeout")
+
+
+@dataclasses.dataclass
+class Chapter:
+    path: Path
+    text: str
+    nb: object  # nbformat.NotebookNode, exactly as myst-nb reads it
+    cells: list  # CodeCell, in order
+
+    def cell_at(self, index):
+        return next(cell for cell in self.cells if cell.index == index)
+
+
+def read_notebook(text: str, path, root=ROOT):
+    """The notebook myst-nb builds from `text` (source_map included)."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    return read_myst_markdown_notebook(
+        text, config=md_parser_config(root), add_source_map=True, path=str(path)
+    )
+
+
+def read_chapter(path, root=ROOT, text=None) -> Chapter:
+    path = Path(path).resolve()
+    if text is None:
+        text = path.read_text(encoding="utf8")
+    nb = read_notebook(text, path, root)
+    source_map = nb.metadata["source_map"]
+    lines = text.splitlines()
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        line = source_map[index]  # myst-nb stores token.map[0] + 1: the fence, 1-based
+        if not lines[line - 1].lstrip().startswith(("```", "~~~")):
+            raise ValueError(f"{path}:{line}: source_map does not point at a code-cell fence")
+        cells.append(CodeCell(index, line, cell.source, dict(cell.metadata)))
+    return Chapter(path, text, nb, cells)
+
+
+# -- normalizing and comparing ----------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+_AFTER_OPEN = re.compile(r"([\[(]) ")
+_BEFORE_CLOSE = re.compile(r" ([\])])")
+
+
+def normalize(text: str) -> str:
+    """Strip, collapse whitespace runs to one space, drop spaces just inside brackets.
+
+    `[5.5 1.  4. ]` -> `[5.5 1. 4.]`; `[ 1. -2.]` -> `[1. -2.]`. Digits are never touched.
+    """
+    text = _SPACE.sub(" ", text.strip())
+    return _BEFORE_CLOSE.sub(r"\1", _AFTER_OPEN.sub(r"\1", text))
+
+
+# A number: optional sign, digits with an optional point (`1.`, `.5`, `2.50`), an
+# optional exponent; or nan / inf. Not when glued to a name (`x1`, `float64`).
+NUMBER = re.compile(
+    r"(?<![\w.])"
+    r"(?P<num>[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
+    r"(?![\w])",
+    re.IGNORECASE,
+)
+
+
+def tokenize(text: str):
+    """Split normalized text into (texts, numbers): len(texts) == len(numbers) + 1."""
+    text = normalize(text)
+    texts, numbers, start = [], [], 0
+    for match in NUMBER.finditer(text):
+        texts.append(text[start : match.start()])
+        numbers.append(match.group("num"))
+        start = match.end()
+    texts.append(text[start:])
+    return texts, numbers
+
+
+class ToleranceError(ValueError):
+    pass
+
+
+TOLERANCE_HELP = "write `tolerance: rel R`, `tolerance: abs A` or `tolerance: magnitude`"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    kind: str  # "rel", "abs" or "magnitude"
+    amount: float = 0.0
+
+    def __str__(self):
+        return self.kind if self.kind == "magnitude" else f"{self.kind} {self.amount:g}"
+
+    def close(self, expected: float, got: float) -> bool:
+        if math.isnan(expected) or math.isnan(got):
+            return math.isnan(expected) and math.isnan(got)
+        if math.isinf(expected) or math.isinf(got):
+            return expected == got
+        if self.kind == "abs":
+            return abs(got - expected) <= self.amount
+        if self.kind == "rel":
+            return abs(got - expected) <= self.amount * abs(expected)
+        # magnitude: same sign, within a factor of 10; 0 only matches 0
+        if expected == 0 or got == 0:
+            return expected == got
+        return (expected > 0) == (got > 0) and 0.1 <= got / expected <= 10
+
+
+def parse_tolerance(spec) -> Tolerance | None:
+    """`rel 0.5`, `abs 1e-9`, `magnitude` -> Tolerance; None -> None; else ToleranceError."""
+    if spec is None:
+        return None
+    words = str(spec).split()
+    if words == ["magnitude"]:
+        return Tolerance("magnitude")
+    if len(words) == 2 and words[0] in ("rel", "abs"):
+        try:
+            amount = float(words[1])
+        except ValueError:
+            amount = float("nan")
+        if amount >= 0:
+            return Tolerance(words[0], amount)
+    raise ToleranceError(f"unknown tolerance {spec!r}: {TOLERANCE_HELP}")
+
+
+def compare(expected: str, got: str, tolerance=None) -> str | None:
+    """None when `got` matches `expected`; otherwise what differs, in one line."""
+    if isinstance(tolerance, (str, type(None))):
+        tolerance = parse_tolerance(tolerance)
+    if tolerance is None:
+        if normalize(expected) == normalize(got):
+            return None
+        return "printed text differs from expect:"
+    exp_texts, exp_numbers = tokenize(expected)
+    got_texts, got_numbers = tokenize(got)
+    if len(exp_numbers) != len(got_numbers):
+        return (
+            f"printed {len(got_numbers)} numbers, expect: has {len(exp_numbers)} "
+            f"(tolerance {tolerance})"
+        )
+    for position, (a, b) in enumerate(zip(exp_texts, got_texts)):
+        if a != b:
+            return f"text between numbers differs: expected {a!r}, got {b!r}"
+    for position, (a, b) in enumerate(zip(exp_numbers, got_numbers), 1):
+        if not tolerance.close(float(a), float(b)):
+            return f"number {position} is {b}, expected {a} within tolerance {tolerance}"
+    return None
+
+
+def unified_diff(expected: str, got: str) -> str:
+    lines = difflib.unified_diff(
+        expected.splitlines(), got.splitlines(), "expected", "got", lineterm="", n=2
+    )
+    return "\n".join(lines)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+# -- reading outputs --------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CellOutput:
+    text: str  # stdout + text/plain of execute_result, in order
+    stderr: str
+    error: str | None  # traceback, ANSI stripped
+    has_text: bool
+
+
+def cell_output(outputs) -> CellOutput:
+    text, stderr, error, has_text = [], [], None, False
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            if output.get("name") == "stderr":
+                stderr.append(output.get("text", ""))
+            else:
+                text.append(output.get("text", ""))
+                has_text = True
+        elif kind == "execute_result":
+            plain = output.get("data", {}).get("text/plain")
+            if plain is not None:
+                text.append(plain if plain.endswith("\n") else plain + "\n")
+                has_text = True
+        elif kind == "error":
+            error = strip_ansi("\n".join(output.get("traceback", [])))
+            if not error.strip():
+                error = f"{output.get('ename')}: {output.get('evalue')}"
+    return CellOutput("".join(text), "".join(stderr), error, has_text)
+
+
+@dataclasses.dataclass
+class Failure:
+    line: int
+    what: str  # one line
+    detail: str = ""  # diff or traceback, several lines
+    kind: str = "other"  # "differs", "missing", "unexpected" (rewritable) or "other"
+
+
+def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
+    """Every way this cell's output breaks the book's rules."""
+    failures = []
+    if output.stderr:
+        failures.append(
+            Failure(cell.line, "cell wrote to stderr: " + output.stderr.strip().splitlines()[0],
+                    indent(output.stderr.rstrip()))
+        )
+    if output.error is not None:
+        last = output.error.strip().splitlines()[-1] if output.error.strip() else "error"
+        failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
+        return failures
+    expect = cell.expect
+    if expect is not None and not isinstance(expect, str):
+        expect = str(expect)
+    try:
+        tolerance = parse_tolerance(cell.tolerance)
+    except ToleranceError as error:
+        failures.append(Failure(cell.line, str(error)))
+        return failures
+    if expect is None:
+        if output.has_text and output.text.strip():
+            failures.append(
+                Failure(cell.line, "cell prints text but has no expect: option",
+                        indent(unified_diff("", output.text)), "missing")
+            )
+        return failures
+    if not output.text.strip():
+        failures.append(Failure(cell.line, "expect: is set but the cell printed nothing",
+                                indent(unified_diff(expect, "")), "unexpected"))
+        return failures
+    what = compare(expect, output.text, tolerance)
+    if what is not None:
+        failures.append(Failure(cell.line, what, indent(unified_diff(expect, output.text)),
+                                "differs"))
+    return failures
+
+
+def indent(text: str, prefix="    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+# -- rewriting expect: blocks -------------------------------------------------------
+
+
+def canonical_expectation(text: str) -> str:
+    """The text update mode stores: lines right-stripped, no blank lines at the ends."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def expect_block_lines(text: str, indentation: str = "") -> list[str]:
+    """`expect: |` plus the text indented two spaces, as YAML block-scalar lines."""
+    lines = canonical_expectation(text).splitlines()
+    header = "expect: |2" if lines and lines[0].startswith(" ") else "expect: |"
+    body = [("  " + line) if line else "" for line in lines]
+    return [indentation + header] + [(indentation + line) if line else "" for line in body]
+
+
+def _options_block(lines: list[str], fence: int):
+    """(start, end) 0-based indices of the `---` lines of a cell's YAML block, or None."""
+    first = fence + 1
+    if first < len(lines) and lines[first].strip() == "---":
+        for end in range(first + 1, len(lines)):
+            if lines[end].strip() == "---":
+                return first, end
+    return None
+
+
+def _colon_options(lines: list[str], fence: int) -> int:
+    """How many `:key: value` option lines follow the fence."""
+    count = 0
+    while fence + 1 + count < len(lines) and re.match(r"^:\w[\w-]*:", lines[fence + 1 + count]):
+        count += 1
+    return count
+
+
+def _expect_key_span(lines: list[str], start: int, end: int):
+    """(first, stop) of the `expect:` key and its value lines inside a YAML block."""
+    for i in range(start + 1, end):
+        if re.match(r"^expect\s*:", lines[i]):
+            stop = i + 1
+            while stop < end and (lines[stop].startswith((" ", "\t")) or not lines[stop].strip()):
+                stop += 1
+            while stop > i + 1 and not lines[stop - 1].strip():
+                stop -= 1  # trailing blank lines belong to the block around, not the value
+            return i, stop
+    return None
+
+
+def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
+    """Set the `expect:` of the cells whose fences are at these 1-based lines.
+
+    `fences` maps a fence line to the new expected text, or to None to delete the
+    option. Only the lines of those `expect:` blocks change (a `---` block is
+    added when the cell has no options); every other byte stays as it was.
+    """
+    newline = "\r\n" if "\r\n" in text else "\n"
+    ends_with_newline = text.endswith(("\n", "\r"))
+    lines = text.splitlines()
+    # rewrite from the bottom up so earlier line numbers stay valid
+    for fence_line in sorted(fences, reverse=True):
+        new = fences[fence_line]
+        fence = fence_line - 1
+        block = _options_block(lines, fence)
+        if block is not None:
+            start, end = block
+            span = _expect_key_span(lines, start, end)
+            replacement = expect_block_lines(new) if new is not None else []
+            if span is not None:
+                lines[span[0] : span[1]] = replacement
+            else:
+                lines[end:end] = replacement
+            start, end = _options_block(lines, fence)
+            if end == start + 1:  # the block is now empty: remove it
+                del lines[start : end + 1]
+        elif new is None:
+            continue
+        elif _colon_options(lines, fence):
+            raise ValueError(
+                f"line {fence_line}: this cell's options are `:key: value` lines, which "
+                "cannot hold a multi-line expect:; turn them into a `---` YAML block first"
+            )
+        else:
+            lines[fence + 1 : fence + 1] = ["---"] + expect_block_lines(new) + ["---"]
+    result = newline.join(lines)
+    return result + newline if ends_with_newline else result
+
+
+def diff_text(old: str, new: str, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, name)
+    )
+
+
+def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) -> str:
+    """The chapter's text with these cells' (by fence line) expect: rewritten.
+
+    Reads the result back with myst-nb and checks that every rewritten cell now
+    carries exactly the canonical new text and that nothing else in the notebook
+    moved (sources, other options, cell count).
+    """
+    new_text = rewrite_expectations(chapter.text, updates)
+    again = read_chapter(chapter.path, root, text=new_text)
+    if len(again.cells) != len(chapter.cells):
+        raise ValueError(f"{chapter.path}: rewriting expect: changed the number of code cells")
+    for old, new in zip(chapter.cells, again.cells):
+        want = dict(old.options)
+        if old.line in updates:
+            want.pop("expect", None)
+            if updates[old.line] is not None:
+                want["expect"] = canonical_expectation(updates[old.line])
+        if new.source != old.source or new.options != want:
+            raise ValueError(
+                f"{chapter.path}:{old.line}: rewritten expect: does not read back as written "
+                f"(wanted {want!r}, myst-nb read {new.options!r})"
+            )
+    return new_text

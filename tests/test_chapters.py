@@ -1,0 +1,22 @@
+"""One test per chapter of _toc.yml: every printed number matches its `expect:`.
+
+Chapters are found when the tests are collected, so a chapter added to _toc.yml
+is checked with no change here. `pytest --update-expect` rewrites the expect:
+blocks that differ (see tests/verifier.py).
+"""
+
+import pytest
+
+import verifier
+from verifier import ex
+
+CHAPTERS = ex.chapter_paths(verifier.ROOT)
+
+
+@pytest.mark.parametrize(
+    "path", CHAPTERS, ids=[ex.slug(path, verifier.ROOT) for path in CHAPTERS]
+)
+def test_chapter(path, request):
+    result = verifier.verify(path, update=request.config.getoption("--update-expect"))
+    if not result.ok:
+        pytest.fail(result.report(), pytrace=False)

@@ -1,0 +1,302 @@
+"""Run a chapter the way the site build does and check every printed number.
+
+    python tests/verifier.py                    # every chapter of _toc.yml
+    python tests/verifier.py tensors            # one chapter, by slug or path
+    python tests/verifier.py --update tensors   # rewrite differing/missing expect: blocks
+
+Outputs come from the build's own execution cache (`engine_cache.cache_dir`, in
+$BOOK_BUILD_DIR or <repo>/_build): a hit is literally what the site shows. On a
+miss the chapter runs here in one kernel, cell by cell, in the chapter's folder,
+each cell under its `timeout:` (or `execute: timeout:`); a cell that raises does
+not stop the others, a timeout does. When nothing raised or timed out, the
+executed notebook is stored exactly as myst-nb stores it, so the next
+`jupyter-book build` reuses it ("Using cached notebook") instead of running it.
+The comparison rules live in book/_ext/expectations.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+import engine_cache  # noqa: E402
+import expectations as ex  # noqa: E402
+
+
+def build_dir(root=ROOT) -> Path:
+    return Path(os.environ.get("BOOK_BUILD_DIR") or Path(root) / "_build")
+
+
+def open_cache(build):
+    """The build's jupyter-cache for this engine: the folder engine_cache gives Sphinx."""
+    from jupyter_cache import get_cache
+
+    return get_cache(str(engine_cache.cache_dir(build)))
+
+
+@dataclasses.dataclass
+class Result:
+    chapter: ex.Chapter
+    root: Path
+    source: str = ""  # "cache" or "executed"
+    seconds: float = 0.0  # execution wall time, this run
+    cell_seconds: dict = dataclasses.field(default_factory=dict)  # fence line -> seconds
+    failures: list = dataclasses.field(default_factory=list)  # ex.Failure
+    stored: bool = False  # the executed notebook went into the build's cache
+    rewritten: list = dataclasses.field(default_factory=list)  # fence lines updated
+    executed_nb: object = None
+
+    @property
+    def name(self):
+        return ex.display_path(self.chapter.path, self.root)
+
+    @property
+    def ok(self):
+        return not self.failures
+
+    def report(self) -> str:
+        head = (
+            f"{self.name}: {len(self.failures)} problem(s) in "
+            f"{len({f.line for f in self.failures})} of {len(self.chapter.cells)} code cells "
+            f"(outputs {'from the build cache' if self.source == 'cache' else 'executed'})"
+        )
+        parts = [head]
+        for failure in self.failures:
+            parts.append(f"{self.name}:{failure.line}: {failure.what}")
+            if failure.detail:
+                parts.append(failure.detail)
+        if any(f.kind in ("differs", "missing", "unexpected") for f in self.failures):
+            parts.append(
+                "If the new numbers are right: pytest --update-expect "
+                f"(or python tests/verifier.py --update {ex.slug(self.chapter.path, self.root)})"
+            )
+        return "\n".join(parts)
+
+
+# -- execution ---------------------------------------------------------------------
+
+
+def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None):
+    """Run the notebook in one kernel, cell by cell; keep going after an error.
+
+    Returns (executed notebook, {fence line: seconds}, failures, total seconds,
+    stopped) where failures only holds timeouts and kernel deaths (errors are
+    outputs, checked with the rest).
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    nb = copy.deepcopy(chapter.nb)
+    if default_timeout is None:
+        default_timeout = ex.default_timeout(root)
+    if default_timeout is not None and default_timeout < 0:
+        default_timeout = None
+
+    def timeout_of(cell):
+        value = cell.metadata.get("timeout", default_timeout)
+        return None if value is None or value < 0 else value
+
+    client = NotebookClient(
+        nb,
+        timeout=default_timeout,
+        allow_errors=True,
+        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
+        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+        resources={"metadata": {"path": str(chapter.path.parent)}},
+    )
+    client.timeout_func = timeout_of
+    lines = {cell.index: cell.line for cell in chapter.cells}
+    seconds, failures, stopped = {}, [], False
+    start = time.perf_counter()
+    client.reset_execution_trackers()
+    with client.setup_kernel():
+        info = client.wait_for_reply(client.kc.kernel_info())
+        if info is not None and "language_info" in info["content"]:
+            nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            t0 = time.perf_counter()
+            try:
+                client.execute_cell(cell, index)
+            except CellTimeoutError:
+                seconds[lines[index]] = time.perf_counter() - t0
+                failures.append(ex.Failure(
+                    lines[index],
+                    f"cell timed out after {timeout_of(cell)} s "
+                    "(set `timeout:` in its options if it needs longer); later cells not run",
+                ))
+                stopped = True
+                break
+            except DeadKernelError as error:
+                failures.append(ex.Failure(lines[index], f"kernel died: {error}"))
+                stopped = True
+                break
+            seconds[lines[index]] = time.perf_counter() - t0
+        client.set_widgets_metadata()
+    total = time.perf_counter() - start
+    return nb, seconds, failures, total, stopped
+
+
+def store(cache, nb, path, seconds):
+    """Cache an executed notebook exactly as myst-nb does after its own execution."""
+    from jupyter_cache.base import CacheBundleIn
+
+    return cache.cache_notebook_bundle(
+        CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
+        check_validity=False,
+        overwrite=True,
+    )
+
+
+def restore_under(new_chapter: ex.Chapter, executed_nb):
+    """The notebook the build would have cached for `new_chapter`: its cells, these outputs.
+
+    Only cell metadata (the expect: options) differ between the two readings, so
+    the outputs carry over unchanged.
+    """
+    nb = copy.deepcopy(new_chapter.nb)
+    for key in ("language_info", "widgets"):
+        if key in executed_nb.metadata:
+            nb.metadata[key] = copy.deepcopy(executed_nb.metadata[key])
+    old_code = [c for c in executed_nb.cells if c.cell_type == "code"]
+    new_code = [c for c in nb.cells if c.cell_type == "code"]
+    assert len(old_code) == len(new_code)
+    for old, new in zip(old_code, new_code):
+        assert old.source == new.source
+        new.outputs = copy.deepcopy(old.outputs)
+        new.execution_count = old.execution_count
+    return nb
+
+
+# -- one chapter ---------------------------------------------------------------------
+
+
+def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
+    """Check one chapter; with `update`, rewrite its differing/missing expect: blocks."""
+    root = Path(root).resolve()
+    path = Path(path).resolve()
+    build = Path(build) if build is not None else build_dir(root)
+    chapter = ex.read_chapter(path, root)
+    result = Result(chapter, root)
+    cache = open_cache(build)
+
+    executed = None
+    if use_cache:
+        try:
+            record = cache.match_cache_notebook(chapter.nb)
+        except KeyError:
+            record = None
+        if record is not None:
+            _, executed = cache.merge_match_into_notebook(chapter.nb)
+            result.source = "cache"
+            result.seconds = record.data.get("execution_seconds") or 0.0
+    run_failures = []
+    if executed is None:
+        executed, result.cell_seconds, run_failures, result.seconds, stopped = execute(
+            chapter, root
+        )
+        result.source = "executed"
+    result.executed_nb = executed
+
+    by_index = {cell.index: cell for cell in chapter.cells}
+    failures, raised = [], False
+    timed_out = {f.line for f in run_failures}
+    for index, nb_cell in enumerate(executed.cells):
+        cell = by_index.get(index)
+        if cell is None:
+            continue
+        output = ex.cell_output(nb_cell.get("outputs", []))
+        if output.error is not None:
+            raised = True
+        if cell.line in timed_out:
+            failures.extend(f for f in run_failures if f.line == cell.line)
+            break
+        failures.extend(ex.check_cell(cell, output))
+    failures.extend(f for f in run_failures if f.line not in timed_out)
+    result.failures = failures
+
+    if result.source == "executed" and not run_failures and not raised:
+        store(cache, executed, path, result.seconds)
+        result.stored = True
+
+    if update:
+        rewrite(result, cache)
+    return result
+
+
+def rewrite(result: Result, cache):
+    """Update mode: rewrite every differing or missing expect: and re-store the outputs."""
+    updates = {}
+    executed_cells = result.executed_nb.cells
+    for failure in result.failures:
+        if failure.kind not in ("differs", "missing", "unexpected"):
+            continue
+        cell = next(c for c in result.chapter.cells if c.line == failure.line)
+        output = ex.cell_output(executed_cells[cell.index].get("outputs", []))
+        updates[cell.line] = output.text if output.text.strip() else None
+    if not updates:
+        return
+    chapter = result.chapter
+    new_text = ex.updated_text(chapter, updates, result.root)
+    chapter.path.write_text(new_text, encoding="utf8")
+    new_chapter = ex.read_chapter(chapter.path, result.root)
+    if result.stored or result.source == "cache":
+        nb = restore_under(new_chapter, result.executed_nb)
+        store(cache, nb, chapter.path, result.seconds)
+    result.rewritten = sorted(updates)
+    result.failures = [f for f in result.failures if f.line not in updates]
+    result.chapter = new_chapter
+
+
+# -- command line ------------------------------------------------------------------------
+
+
+def find_chapters(names, root=ROOT):
+    chapters = ex.chapter_paths(root)
+    if not names:
+        return chapters
+    picked = []
+    for name in names:
+        matches = [p for p in chapters if name in (ex.slug(p, root), str(p), ex.display_path(p, root))]
+        if not matches and Path(name).is_file():
+            matches = [Path(name).resolve()]
+        if not matches:
+            raise SystemExit(f"no chapter {name!r} in _toc.yml: {[ex.slug(p, root) for p in chapters]}")
+        picked.extend(matches)
+    return picked
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapters", nargs="*", help="slugs (tensors) or paths; default: all")
+    parser.add_argument("--update", action="store_true",
+                        help="rewrite differing or missing expect: blocks in place")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="execute even when the build cache holds the outputs")
+    args = parser.parse_args(argv)
+    status = 0
+    for path in find_chapters(args.chapters):
+        result = verify(path, update=args.update, use_cache=not args.no_cache)
+        timing = f"{result.seconds:.1f} s, {result.source}"
+        if result.rewritten:
+            lines = ", ".join(str(line) for line in result.rewritten)
+            print(f"{result.name}: rewrote expect: of the cells at lines {lines}")
+        if result.ok:
+            print(f"{result.name}: ok ({len(result.chapter.cells)} code cells, {timing})")
+        else:
+            status = 1
+            print(result.report() + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
