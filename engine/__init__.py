@@ -6,6 +6,9 @@ Each module is introduced by one chapter and says which in its docstring:
     scalar  Var, one float with a grad and a backward closure  (chapter `scalar-engine`)
     dual    Dual, a value and a tangent: forward mode  (chapter `forward-mode`)
     tensor  Tensor, a NumPy array with a grad and a backward closure  (chapter `tensors`)
+    shapes  broadcast_shape, unbroadcast: broadcasting and its VJP  (chapter `shapes`)
+    gradcheck  gradcheck, GradcheckError: Jacobians against central differences  (chapter `gradcheck`)
+    functional  logsumexp, log_softmax, softmax, cross_entropy, nll_loss  (chapter `losses`)
     figures drawing helpers for the book's figures, not part of autodiff
 """
 
@@ -13,5 +16,9 @@ from .numeric import numerical_grad, numerical_jacobian
 from .scalar import Var
 from .dual import Dual
 from .tensor import Tensor
+from .shapes import broadcast_shape, unbroadcast
+from .gradcheck import gradcheck, GradcheckError
+from . import functional
 
 __all__ = ["numerical_grad", "numerical_jacobian", "Var", "Dual", "Tensor"]
+__all__ += ["broadcast_shape", "unbroadcast", "gradcheck", "GradcheckError", "functional"]

@@ -8,6 +8,8 @@ backward sweep adds those products into the parents' grads.
 
 import numpy as np
 
+from .shapes import broadcast_shape, unbroadcast
+
 
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
@@ -41,16 +43,10 @@ class Tensor:
         return out
 
     def _pair(self, other, op):
-        """Turn `other` into a Tensor and check that the two shapes agree."""
-        if not isinstance(other, Tensor) and np.ndim(other) == 0:
-            other = np.full(self.shape, float(other))  # a number acts on every entry
+        """Turn `other` into a Tensor and check that NumPy can broadcast the two shapes."""
         if not isinstance(other, Tensor):
-            other = Tensor(other, requires_grad=False)  # a constant, not a node
-        if self.shape != other.shape:
-            raise ValueError(
-                f"{op}: shapes {self.shape} and {other.shape} differ; "
-                "this engine has no broadcasting yet (chapter `shapes` adds it)"
-            )
+            other = Tensor(other, requires_grad=False)  # a number or array: a constant, not a node
+        broadcast_shape(self.shape, other.shape, op)  # raises a ValueError naming both shapes
         return other
 
     # -- binary operations ---------------------------------------------------
@@ -87,6 +83,45 @@ class Tensor:
 
     def __rmul__(self, other):
         return self * other
+
+    def __truediv__(self, other):
+        other = self._pair(other, "/")
+
+        def backward_fn(y_bar):
+            return y_bar / other.data, -y_bar * self.data / other.data**2
+
+        return self._result(self.data / other.data, (self, other), "/", backward_fn)
+
+    def __rtruediv__(self, other):
+        return self._pair(other, "/") / self  # the number becomes the numerator
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            other = Tensor(other, requires_grad=False)
+        a, b = self.data, other.data
+        if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
+            raise ValueError(f"@: shapes {a.shape} and {b.shape} do not fit: the last axis of "
+                             "the left must equal the second-to-last (or only) axis of the right")
+        broadcast_shape(a.shape[:-2], b.shape[:-2], "@ (batch axes)")
+
+        def backward_fn(y_bar):
+            # NumPy reads a 1-D left operand as a row (1, k), a 1-D right one as a column (k, 1)
+            a2 = a[None, :] if a.ndim == 1 else a
+            b2 = b[:, None] if b.ndim == 1 else b
+            y_bar2 = y_bar[..., None] if b.ndim == 1 else y_bar
+            y_bar2 = y_bar2[..., None, :] if a.ndim == 1 else y_bar2
+            a_bar = y_bar2 @ b2.mT  # C = A B gives A_bar = C_bar B^T
+            b_bar = a2.mT @ y_bar2  # and B_bar = A^T C_bar
+            a_bar = a_bar[..., 0, :] if a.ndim == 1 else a_bar
+            b_bar = b_bar[..., 0] if b.ndim == 1 else b_bar
+            return a_bar, b_bar
+
+        return self._result(a @ b, (self, other), "@", backward_fn)
+
+    def __rmatmul__(self, other):
+        return Tensor(other, requires_grad=False) @ self
+
+    __array_ufunc__ = None  # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
 
     # -- unary operations ----------------------------------------------------
 
@@ -148,6 +183,89 @@ class Tensor:
 
         return self._result(np.maximum(self.data, 0.0), (self,), "relu", backward_fn)
 
+    def sqrt(self):
+        y = np.sqrt(self.data)
+
+        def backward_fn(y_bar):
+            return (y_bar / (2.0 * y),)  # sqrt' = 1 / (2 sqrt): reuse the output
+
+        return self._result(y, (self,), "sqrt", backward_fn)
+
+    def abs(self):
+        def backward_fn(y_bar):
+            return (np.sign(self.data) * y_bar,)  # slope 0 at 0, as torch.sign
+
+        return self._result(np.abs(self.data), (self,), "abs", backward_fn)
+
+    # -- reductions ------------------------------------------------------------
+
+    def sum(self, axis=None, keepdims=False):
+        axes = _axes(axis, self.data.ndim)
+
+        def backward_fn(y_bar):
+            if not keepdims:
+                y_bar = np.expand_dims(y_bar, axes)  # put the summed axes back, length 1
+            return (np.broadcast_to(y_bar, self.shape),)  # every entry counted once
+
+        return self._result(self.data.sum(axis=axes, keepdims=keepdims), (self,), "sum",
+                            backward_fn)
+
+    def mean(self, axis=None, keepdims=False):
+        axes = _axes(axis, self.data.ndim)
+        count = int(np.prod([self.shape[i] for i in axes]))  # entries averaged per result
+        return self.sum(axis=axes, keepdims=keepdims) / count
+
+    def max(self, axis=None, keepdims=False):
+        axes = _axes(axis, self.data.ndim)
+        y = self.data.max(axis=axes, keepdims=True)
+
+        def backward_fn(y_bar):
+            if not keepdims:
+                y_bar = np.expand_dims(y_bar, axes)
+            is_max = self.data == y  # ties share the gradient evenly, as torch.amax
+            return (is_max * y_bar / is_max.sum(axis=axes, keepdims=True),)
+
+        data = y if keepdims else np.squeeze(y, axis=axes)
+        return self._result(data, (self,), "max", backward_fn)
+
+    # -- shapes ----------------------------------------------------------------
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+
+        def backward_fn(y_bar):
+            return (y_bar.reshape(self.shape),)
+
+        return self._result(self.data.reshape(shape), (self,), "reshape", backward_fn)
+
+    def transpose(self, *axes):
+        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        axes = tuple(range(self.data.ndim))[::-1] if axes in ((), None) else tuple(axes)
+
+        def backward_fn(y_bar):
+            return (y_bar.transpose(np.argsort(axes)),)  # the inverse permutation
+
+        return self._result(self.data.transpose(axes), (self,), "transpose", backward_fn)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def __getitem__(self, index):
+        if isinstance(index, Tensor):
+            index = index.data.astype(np.intp)
+
+        def backward_fn(y_bar):
+            x_bar = np.zeros_like(self.data)
+            np.add.at(x_bar, index, y_bar)  # repeated indices accumulate, never overwrite
+            return (x_bar,)
+
+        return self._result(self.data[index], (self,), "index", backward_fn)
+
     # -- the backward sweep --------------------------------------------------
 
     def topo_order(self):
@@ -188,4 +306,11 @@ class Tensor:
             parent_bars = node.backward_fn(node.grad)
             for parent, parent_bar in zip(node.parents, parent_bars):
                 if parent.requires_grad:  # constants get no grad
-                    parent.grad += parent_bar
+                    parent.grad += unbroadcast(parent_bar, parent.shape)
+
+
+def _axes(axis, ndim):
+    """`axis` (None, an int or a tuple, negatives allowed) as a sorted tuple of axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))

@@ -1,0 +1,97 @@
+"""Stable softmax, log-softmax, logsumexp and cross-entropy.
+
+Introduced in chapter `losses` (Stable softmax, cross-entropy and loss
+reductions). `logsumexp`, `log_softmax` and `softmax` are built from Tensor
+operations; `cross_entropy` is one fused operation whose backward is
+softmax - onehot, with PyTorch's `reduction` and `ignore_index` semantics.
+"""
+
+import numpy as np
+
+from .tensor import Tensor
+
+
+def logsumexp(x, axis=-1, keepdims=False):
+    """log sum exp(x) over `axis`, computed as m + log sum exp(x - m) with m the max."""
+    m = np.max(x.data, axis=axis, keepdims=True)  # a constant: the result does not depend on it
+    out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
+    return out if keepdims else out.reshape(np.squeeze(m, axis=axis).shape)
+
+
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x): log-probabilities that never overflow."""
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    """exp(log_softmax(x)): probabilities, every entry in [0, 1], summing to 1 over `axis`."""
+    return log_softmax(x, axis=axis).exp()
+
+
+def _check_targets(logits, targets, ignore_index):
+    """Targets as an int array of shape (N,), with a mask of the ones that count."""
+    if logits.ndim != 2:
+        raise ValueError(f"logits must have shape (N, C), got {logits.shape}")
+    targets = np.asarray(targets)
+    if targets.size and not np.issubdtype(targets.dtype, np.integer):
+        raise TypeError(f"targets must be class indices (integers), "
+                        f"got dtype {targets.dtype}")
+    n, c = logits.shape
+    if targets.shape != (n,):
+        raise ValueError(f"targets of shape {targets.shape} for logits of "
+                         f"shape {logits.shape}: expected shape ({n},), one class per row")
+    kept = targets != ignore_index if ignore_index is not None else np.ones(n, dtype=bool)
+    bad = kept & ((targets < 0) | (targets >= c))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"target {int(targets[i])} at row {i} is out of range "
+                         f"for {c} classes (valid: 0 to {c - 1})")
+    return targets.astype(np.intp), kept
+
+
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
+    """Mean (or sum, or per-row) of -log softmax(logits)[i, targets[i]] over kept rows."""
+    _check_reduction(reduction)
+    targets, kept = _check_targets(logits, targets, ignore_index)
+    rows = np.arange(len(targets))
+    safe_targets = np.where(kept, targets, 0)  # ignored rows point anywhere; masked below
+    m = logits.data.max(axis=1, keepdims=True)
+    log_p = logits.data - m - np.log(np.exp(logits.data - m).sum(axis=1, keepdims=True))
+    losses = np.where(kept, -log_p[rows, safe_targets], 0.0)
+    n_kept = int(kept.sum())
+    if reduction == "none":
+        loss = losses
+    elif reduction == "sum":
+        loss = losses.sum()
+    else:  # a mean over no targets is 0 / 0: nan, as in PyTorch
+        loss = losses.sum() / n_kept if n_kept else np.nan
+
+    def backward_fn(y_bar):
+        weight = y_bar * kept  # ignored rows get no gradient
+        if reduction == "mean":
+            weight = weight / max(n_kept, 1)
+        onehot = np.zeros_like(log_p)
+        onehot[rows, safe_targets] = 1.0
+        return ((np.exp(log_p) - onehot) * weight[:, None],)  # softmax - onehot, per row
+
+    return logits._result(np.asarray(loss), (logits,), "cross_entropy", backward_fn)
+
+
+def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
+    """The same loss from log-probabilities, by indexing: cross_entropy unfused."""
+    _check_reduction(reduction)
+    targets, kept = _check_targets(log_probs, targets, ignore_index)
+    picked = log_probs[np.arange(len(targets)), np.where(kept, targets, 0)]
+    losses = -picked * kept  # ignored rows: loss 0, gradient 0
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    if not kept.any():
+        return losses.sum() * 0.0 + np.nan  # nan, as in PyTorch, with a zero gradient
+    return losses.sum() / int(kept.sum())

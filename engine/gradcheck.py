@@ -1,0 +1,84 @@
+"""Gradient checks: the engine's Jacobians against central differences.
+
+Introduced in chapter `gradcheck` (Gradient checks with finite differences).
+`gradcheck` follows torch.autograd.gradcheck: same defaults, same criterion
+|analytic - numeric| <= atol + rtol * |numeric| on every entry of the full
+Jacobian, in float64; it returns True or raises GradcheckError naming the
+worst entry.
+"""
+
+import numpy as np
+
+
+class GradcheckError(RuntimeError):
+    """The engine's gradient disagrees with central differences (as torch's, a RuntimeError)."""
+
+
+def _as_inputs(inputs):
+    return [inputs] if hasattr(inputs, "data") else list(inputs)
+
+
+def numerical_jacobians(f, inputs, eps=1e-6):
+    """One Jacobian per input, (output size) x (input size), by central differences."""
+    inputs = _as_inputs(inputs)
+    jacobians = []
+    for x in inputs:
+        original = x.data
+        columns = []
+        for i in range(original.size):
+            x.data = original.copy()
+            x.data.flat[i] += eps
+            f_plus = np.array(f(*inputs).data, dtype=np.float64).ravel()
+            x.data = original.copy()
+            x.data.flat[i] -= eps
+            f_minus = np.array(f(*inputs).data, dtype=np.float64).ravel()
+            columns.append((f_plus - f_minus) / (2 * eps))
+        x.data = original
+        jacobians.append(np.stack(columns, axis=1) if columns else None)
+    return jacobians
+
+
+def analytic_jacobians(f, inputs):
+    """One Jacobian per input, row j from one backward sweep seeded with the unit vector e_j."""
+    inputs = _as_inputs(inputs)
+    saved = [x.grad.copy() for x in inputs]
+    size = np.size(f(*inputs).data)
+    rows = [[] for _ in inputs]
+    for j in range(size):
+        for x in inputs:
+            x.grad = np.zeros_like(x.data)  # leaves accumulate: start each row from zero
+        y = f(*inputs)
+        seed = np.zeros(y.shape)
+        seed.flat[j] = 1.0
+        y.backward(seed)
+        for k, x in enumerate(inputs):
+            rows[k].append(x.grad.ravel().copy())
+    for x, grad in zip(inputs, saved):
+        x.grad = grad
+    return [np.stack(r) if r else np.zeros((0, np.size(x.data))) for r, x in zip(rows, inputs)]
+
+
+def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
+    """Check every entry of the Jacobian of `f(*inputs)` for each input; True or GradcheckError."""
+    inputs = _as_inputs(inputs)
+    analytic = analytic_jacobians(f, inputs)
+    numeric = numerical_jacobians(f, inputs, eps)
+    worst = None  # (how far past the allowed gap, input k, output j, entry i)
+    for k, (a, n) in enumerate(zip(analytic, numeric)):
+        if n is None:
+            continue  # an empty input has no entries to check
+        excess = np.abs(a - n) / (atol + rtol * np.abs(n))
+        j, i = np.unravel_index(np.argmax(excess), excess.shape)
+        if worst is None or excess[j, i] > worst[0]:
+            worst = (excess[j, i], k, j, i)
+    if worst is None or worst[0] <= 1.0:
+        return True
+    _, k, j, i = worst
+    out_shape = np.shape(f(*inputs).data)
+    a, n = analytic[k][j, i], numeric[k][j, i]
+    entry = tuple(int(t) for t in np.unravel_index(i, inputs[k].shape))
+    output = tuple(int(t) for t in np.unravel_index(j, out_shape))
+    raise GradcheckError(
+        f"Jacobian mismatch for input {k} at entry {entry} and output {output}: analytic {a:.6g}, numerical {n:.6g}, "
+        f"|difference| {abs(a - n):.3g} > atol + rtol * |numerical| = {atol + rtol * abs(n):.3g}"
+    )

@@ -1,0 +1,69 @@
+"""Chapter `gradcheck`: engine.gradcheck compares full Jacobians with central differences."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+from engine import GradcheckError, Tensor, gradcheck
+from engine.gradcheck import analytic_jacobians, numerical_jacobians
+
+
+def test_defaults_are_torchs():
+    defaults = gradcheck.__defaults__
+    assert defaults == (1e-6, 1e-5, 1e-3)  # eps, atol, rtol
+    assert issubclass(GradcheckError, RuntimeError)
+
+
+def test_full_jacobians_of_a_linear_map_are_the_matrix():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 4))
+    x = Tensor(rng.normal(size=4))
+    (j_analytic,) = analytic_jacobians(lambda x: Tensor(a, requires_grad=False) @ x, [x])
+    (j_numeric,) = numerical_jacobians(lambda x: Tensor(a, requires_grad=False) @ x, [x])
+    np.testing.assert_allclose(j_analytic, a, rtol=0, atol=0)
+    np.testing.assert_allclose(j_numeric, a, atol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**16))
+def test_a_correct_gradient_passes_and_the_inputs_are_left_as_they_were(shape, seed):
+    x = Tensor(np.random.default_rng(seed).normal(size=shape))
+    data, x.grad = x.data.copy(), np.full(shape, 7.0)
+    assert gradcheck(lambda x: (x * x).tanh().sum(axis=0) if x.ndim else x.sin(), [x]) is True
+    np.testing.assert_array_equal(x.data, data)
+    np.testing.assert_array_equal(x.grad, np.full(shape, 7.0))
+
+
+def wrong_square(x):
+    """x * x with a backward that drops half of one path's product on entry 1."""
+    y = x * x
+    factor = np.ones(x.shape)
+    factor.flat[1] = 0.5
+    y.backward_fn = lambda y_bar: (x.data * y_bar * factor, x.data * y_bar)
+    return y
+
+
+def test_a_wrong_gradient_raises_naming_the_worst_entry():
+    x = Tensor([1.0, 2.0, 3.0])
+    with pytest.raises(GradcheckError) as info:
+        gradcheck(wrong_square, [x])
+    message = str(info.value)
+    assert "input 0 at entry (1,) and output (1,)" in message
+    assert "analytic 3," in message and "numerical 4" in message
+
+
+def test_the_worst_entry_is_found_across_several_inputs():
+    a, b = Tensor([1.0, 2.0]), Tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(GradcheckError, match=r"input 1 at entry \(0, 1\)"):
+        gradcheck(lambda a, b: a + wrong_square(b), [a, b])
+
+
+def test_relu_fails_at_its_kink_and_passes_away_from_it():
+    with pytest.raises(GradcheckError, match="analytic 0, numerical 0.5"):
+        gradcheck(lambda x: x.relu(), [Tensor([0.0, 1.0])])
+    assert gradcheck(lambda x: x.relu(), [Tensor([-0.5, 1.0])])
+
+
+def test_a_single_tensor_may_be_passed_without_a_list():
+    assert gradcheck(lambda x: x.exp(), Tensor([0.1, 0.2]))

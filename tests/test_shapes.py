@@ -1,0 +1,240 @@
+"""Chapter `shapes`: broadcasting, matrix products, reductions, reshape, transpose, indexing.
+
+Every operation passes `engine.gradcheck` on shapes drawn by hypothesis, and the
+broadcasting error names both shapes.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+
+from engine import Tensor, gradcheck, unbroadcast
+
+FAST = settings(max_examples=25, deadline=None)
+
+
+def tensor(shape, seed, low=-2.0, high=2.0):
+    return Tensor(np.random.default_rng(seed).uniform(low, high, size=shape))
+
+
+BINARY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@FAST
+@given(shapes=mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3),
+       seed=st.integers(0, 2**16))
+def test_binary_operations_broadcast_and_pass_gradcheck(op, shapes, seed):
+    a = tensor(shapes.input_shapes[0], seed)
+    b = tensor(shapes.input_shapes[1], seed + 1, low=0.5, high=2.0)  # keeps / away from 0
+    y = BINARY[op](a, b)
+    assert y.shape == shapes.result_shape == np.broadcast_shapes(a.shape, b.shape)
+    assert gradcheck(BINARY[op], [a, b])
+
+
+@FAST
+@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**16))
+def test_numbers_broadcast_as_constants_on_both_sides(shape, seed):
+    x = tensor(shape, seed, low=0.5, high=2.0)
+    assert gradcheck(lambda x: 2.0 - x * 3 + 1 / x - x / 4.0 + 5 + x, [x])
+    y = 1 / x
+    assert y.parents[0].requires_grad is False and y.parents[0].shape == ()
+
+
+def test_the_books_broadcast_example():
+    a, b = Tensor(np.ones((5, 1, 4, 1))), Tensor(np.ones((3, 1, 1)))
+    y = a * b
+    assert y.shape == (5, 3, 4, 1)
+    y.backward()
+    assert a.grad.shape == (5, 1, 4, 1) and np.all(a.grad == 3)
+    assert b.grad.shape == (3, 1, 1) and np.all(b.grad == 20)
+
+
+@pytest.mark.parametrize("op", sorted(BINARY) + ["@"])
+def test_shapes_that_do_not_broadcast_raise_naming_both(op):
+    a, b = Tensor(np.ones((5, 1, 4, 2))), Tensor(np.ones((3, 1, 3)))
+    with pytest.raises(ValueError, match=r"\(5, 1, 4, 2\).*\(3, 1, 3\)"):
+        a @ b if op == "@" else BINARY[op](a, b)
+
+
+@FAST
+@given(shapes=mutually_broadcastable_shapes(num_shapes=1, max_dims=4, max_side=3),
+       seed=st.integers(0, 2**16))
+def test_unbroadcast_is_the_adjoint_of_broadcasting(shapes, seed):
+    # <broadcast(x), g> = <x, unbroadcast(g)> for every x and g: the definition of a VJP
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shapes.input_shapes[0])
+    g = rng.normal(size=shapes.result_shape)
+    lhs = np.sum(np.broadcast_to(x, shapes.result_shape) * g)
+    rhs = np.sum(x * unbroadcast(g, x.shape))
+    assert np.isclose(lhs, rhs, rtol=1e-12, atol=1e-12)
+
+
+def test_unbroadcast_refuses_a_gradient_it_cannot_sum():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        unbroadcast(np.ones(3), (4,))
+
+
+# -- matrix products ---------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    ((3,), (3,)),            # dot product: a scalar
+    ((3,), (3, 2)),          # row vector times matrix
+    ((2, 3), (3,)),          # matrix times column vector
+    ((2, 3), (3, 4)),        # matrix product
+    ((4, 2, 3), (3, 2)),     # a batch of matrices times one matrix
+    ((3,), (4, 3, 2)),       # a vector times a batch
+    ((4, 2, 3), (3,)),       # a batch times a vector
+    ((2, 1, 2, 3), (3, 3, 2)),  # batch axes broadcast: (2, 1) with (3,)
+]
+
+
+@pytest.mark.parametrize("shape_a, shape_b", MATMUL_SHAPES)
+def test_matmul_matches_numpy_and_passes_gradcheck(shape_a, shape_b):
+    a, b = tensor(shape_a, 1), tensor(shape_b, 2)
+    np.testing.assert_array_equal((a @ b).data, a.data @ b.data)
+    assert gradcheck(lambda a, b: a @ b, [a, b])
+
+
+def test_matmul_vjps_are_the_transposes():
+    rng = np.random.default_rng(0)
+    a, b = Tensor(rng.normal(size=(2, 3))), Tensor(rng.normal(size=(3, 4)))
+    c_bar = rng.normal(size=(2, 4))
+    (a @ b).backward(c_bar)
+    np.testing.assert_allclose(a.grad, c_bar @ b.data.T)
+    np.testing.assert_allclose(b.grad, a.data.T @ c_bar)
+
+
+def test_matmul_with_arrays_on_either_side_treats_them_as_constants():
+    w = Tensor(np.eye(2))
+    y = np.array([[1.0, 2.0]]) @ w @ np.array([[3.0], [4.0]])
+    y.backward()
+    np.testing.assert_allclose(w.grad, [[3.0, 4.0], [6.0, 8.0]])
+
+
+def test_matmul_shape_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 2\)"):
+        Tensor(np.ones((2, 3))) @ Tensor(np.ones((4, 2)))
+
+
+# -- reductions --------------------------------------------------------------------
+
+
+@st.composite
+def shape_and_axis(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=4, max_side=3))
+    ndim = len(shape)
+    kind = draw(st.sampled_from(["none", "int", "negative", "tuple"]))
+    if kind == "none":
+        axis = None
+    elif kind == "int":
+        axis = draw(st.integers(0, ndim - 1))
+    elif kind == "negative":
+        axis = draw(st.integers(-ndim, -1))
+    else:
+        axis = tuple(draw(st.lists(st.integers(-ndim, ndim - 1), min_size=1, max_size=ndim,
+                                   unique_by=lambda a: a % ndim)))
+    return shape, axis, draw(st.booleans())
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean", "max"])
+@FAST
+@given(case=shape_and_axis(), seed=st.integers(0, 2**16))
+def test_reductions_match_numpy_and_pass_gradcheck(reduction, case, seed):
+    shape, axis, keepdims = case
+    x = tensor(shape, seed)
+
+    def f(x):
+        return getattr(x, reduction)(axis=axis, keepdims=keepdims)
+
+    np.testing.assert_allclose(f(x).data, getattr(np, reduction)(x.data, axis=axis,
+                                                                   keepdims=keepdims))
+    assert gradcheck(f, [x])
+
+
+def test_max_splits_the_gradient_evenly_between_ties_like_torch_amax():
+    x = Tensor([[1.0, 3.0, 3.0], [2.0, 0.0, 1.0]])
+    x.max(axis=1).backward()
+    np.testing.assert_array_equal(x.grad, [[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])
+    x = Tensor([2.0, 2.0, 2.0, 1.0])
+    x.max().backward()
+    np.testing.assert_allclose(x.grad, [1 / 3, 1 / 3, 1 / 3, 0.0])
+
+
+def test_a_bad_axis_raises():
+    with pytest.raises(np.exceptions.AxisError):
+        Tensor(np.ones((2, 3))).sum(axis=2)
+
+
+# -- reshape, transpose, indexing, sqrt, abs -----------------------------------------
+
+
+@FAST
+@given(shape=array_shapes(min_dims=1, max_dims=4, max_side=3), seed=st.integers(0, 2**16))
+def test_reshape_and_transpose_pass_gradcheck(shape, seed):
+    x = tensor(shape, seed)
+    perm = tuple(np.random.default_rng(seed).permutation(len(shape)))
+    assert gradcheck(lambda x: x.reshape(-1), [x])
+    assert gradcheck(lambda x: x.reshape((x.data.size, 1)), [x])
+    assert gradcheck(lambda x: x.transpose(perm) * np.arange(x.data.size).reshape(
+        tuple(shape[i] for i in perm)), [x])
+    assert gradcheck(lambda x: x.T, [x])
+    np.testing.assert_array_equal(x.transpose(perm).data, np.transpose(x.data, perm))
+    np.testing.assert_array_equal(x.T.data, x.data.T)
+
+
+INDICES = [
+    (slice(1, None),),
+    (0,),
+    (Ellipsis, 1),
+    (slice(None), None, 0),                       # a new axis
+    (np.array([0, 2, 0, 0]),),                    # repeated rows accumulate
+    (np.array([0, 1, 1]), np.array([2, 0, 0])),   # pairs, one repeated
+    (np.array([[True, False, True], [False, False, True], [True, True, True]]),),
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=range(len(INDICES)))
+def test_indexing_basic_and_advanced_passes_gradcheck(index):
+    x = tensor((3, 3), 7)
+    np.testing.assert_array_equal(x[index].data, x.data[index])
+    assert gradcheck(lambda x: x[index] * 1.5, [x])
+
+
+def test_repeated_indices_accumulate():
+    x = Tensor([10.0, 20.0, 30.0])
+    x[[0, 0, 2, 0]].sum().backward()
+    np.testing.assert_array_equal(x.grad, [3.0, 0.0, 1.0])
+
+
+@FAST
+@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**16))
+def test_sqrt_and_abs_pass_gradcheck(shape, seed):
+    assert gradcheck(lambda x: x.sqrt(), [tensor(shape, seed, low=0.2, high=3.0)])
+    x = tensor(shape, seed)
+    x.data = np.where(np.abs(x.data) < 1e-3, 0.5, x.data)  # away from the kink
+    assert gradcheck(lambda x: x.abs(), [x])
+
+
+def test_abs_has_slope_zero_at_zero_like_torch_sign():
+    x = Tensor([-2.0, 0.0, 3.0])
+    x.abs().sum().backward()
+    np.testing.assert_array_equal(x.grad, [-1.0, 0.0, 1.0])
+
+
+def test_a_dense_layer_bias_grad_sums_rows_and_one_sample_weight_grad_has_rank_one():
+    rng = np.random.default_rng(0)
+    x, w, b = rng.normal(size=(4, 3)), Tensor(rng.normal(size=(3, 2))), Tensor(np.zeros(2))
+    z_bar = rng.normal(size=(4, 2))
+    (Tensor(x, requires_grad=False) @ w + b).backward(z_bar)
+    np.testing.assert_allclose(b.grad, z_bar.sum(axis=0))
+    np.testing.assert_allclose(w.grad, x.T @ z_bar)
+    w.grad[...] = 0.0
+    (Tensor(x[:1], requires_grad=False) @ w + b).backward(z_bar[:1])
+    assert np.linalg.matrix_rank(w.grad) == 1
