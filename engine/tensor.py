@@ -201,11 +201,12 @@ class Tensor:
 
     def sum(self, axis=None, keepdims=False):
         axes = _axes(axis, self.data.ndim)
+        shape = self.shape  # all the closure needs: no data is kept alive
 
         def backward_fn(y_bar):
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)  # put the summed axes back, length 1
-            return (np.broadcast_to(y_bar, self.shape),)  # every entry counted once
+            return (np.broadcast_to(y_bar, shape),)  # every entry counted once
 
         return self._result(self.data.sum(axis=axes, keepdims=keepdims), (self,), "sum",
                             backward_fn)
@@ -236,9 +237,10 @@ class Tensor:
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        old_shape = self.shape
 
         def backward_fn(y_bar):
-            return (y_bar.reshape(self.shape),)
+            return (y_bar.reshape(old_shape),)
 
         return self._result(self.data.reshape(shape), (self,), "reshape", backward_fn)
 
@@ -258,9 +260,10 @@ class Tensor:
     def __getitem__(self, index):
         if isinstance(index, Tensor):
             index = index.data.astype(np.intp)
+        shape = self.shape
 
         def backward_fn(y_bar):
-            x_bar = np.zeros_like(self.data)
+            x_bar = np.zeros(shape)
             np.add.at(x_bar, index, y_bar)  # repeated indices accumulate, never overwrite
             return (x_bar,)
 
