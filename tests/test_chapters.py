@@ -5,6 +5,8 @@ is checked with no change here. `pytest --update-expect` rewrites the expect:
 blocks that differ (see tests/verifier.py).
 """
 
+import warnings
+
 import pytest
 
 import verifier
@@ -18,5 +20,8 @@ CHAPTERS = ex.chapter_paths(verifier.ROOT)
 )
 def test_chapter(path, request):
     result = verifier.verify(path, update=request.config.getoption("--update-expect"))
+    if result.rewritten:
+        lines = ", ".join(f"{result.name}:{line}" for line in result.rewritten)
+        warnings.warn(f"rewrote expect: of the cells at {lines}", UserWarning)
     if not result.ok:
         pytest.fail(result.report(), pytrace=False)

@@ -106,6 +106,8 @@ MIXED = "\n".join([
     cell('import sys; print("careful", file=sys.stderr)  # stderr'),
     cell('print(0.5)  # bad-tolerance', "expect: '0.5'\ntolerance: relative 0.5"),
     cell('print("still running")  # after-error', "expect: still running"),
+    cell('print("next:")\nraise ValueError("shown on purpose")  # tagged',
+         "tags: [raises-exception]\nexpect: |\n  next:\n  ValueError: shown on purpose"),
     cell("import time; time.sleep(30)  # sleeps", "timeout: 1"),
     cell('print("never")  # never-run', "expect: wrong on purpose"),
 ])
@@ -148,6 +150,7 @@ def test_padding_differences_pass(mixed):
     assert failures_of(mixed, "# padding") == []
     assert failures_of(mixed, "# result") == []
     assert failures_of(mixed, "# after-error") == []  # a raise does not stop later cells
+    assert failures_of(mixed, "# tagged") == []  # raises-exception: the error is checked as text
 
 
 @pytest.mark.parametrize("marker", ["# wrong-5.6", "# wrong-1.9"])
@@ -247,7 +250,9 @@ UPDATED = "\n".join([
     cell('print("same")  # right', "expect: same"),
 ])
 
-GOOD = cell('import numpy as np\nprint(np.arange(3) * 0.5)', "expect: '[0. 0.5 1.]'")
+GOOD = cell('import numpy as np\nprint(np.arange(3) * 0.5)', "expect: '[0. 0.5 1.]'") + "\n" + cell(
+    'np.ones(2) + np.ones(3)', "tags: [raises-exception]\nexpect: 'ValueError: operands could not "
+    "be broadcast together with shapes (2,) (3,)'")
 
 
 @pytest.fixture(scope="module")

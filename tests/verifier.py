@@ -97,6 +97,9 @@ def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None):
     nb = copy.deepcopy(chapter.nb)
     if default_timeout is None:
         default_timeout = ex.default_timeout(root)
+    # a chapter may override the timeout in its front matter, as the build allows
+    default_timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", default_timeout)
+    default_timeout = nb.metadata.get("execution", {}).get("timeout", default_timeout)
     if default_timeout is not None and default_timeout < 0:
         default_timeout = None
 
@@ -214,7 +217,7 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
         cell = by_index.get(index)
         if cell is None:
             continue
-        output = ex.cell_output(nb_cell.get("outputs", []))
+        output = ex.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
         if output.error is not None:
             raised = True
         if cell.line in timed_out:
@@ -241,7 +244,7 @@ def rewrite(result: Result, cache):
         if failure.kind not in ("differs", "missing", "unexpected"):
             continue
         cell = next(c for c in result.chapter.cells if c.line == failure.line)
-        output = ex.cell_output(executed_cells[cell.index].get("outputs", []))
+        output = ex.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
         updates[cell.line] = output.text if output.text.strip() else None
     if not updates:
         return
@@ -290,6 +293,9 @@ def main(argv=None):
         if result.rewritten:
             lines = ", ".join(str(line) for line in result.rewritten)
             print(f"{result.name}: rewrote expect: of the cells at lines {lines}")
+        if result.cell_seconds:
+            line, slowest = max(result.cell_seconds.items(), key=lambda item: item[1])
+            timing += f"; slowest cell {result.name}:{line} took {slowest:.1f} s"
         if result.ok:
             print(f"{result.name}: ok ({len(result.chapter.cells)} code cells, {timing})")
         else:

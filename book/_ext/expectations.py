@@ -131,6 +131,11 @@ class CodeCell:
     def timeout(self):
         return self.options.get("timeout")
 
+    @property
+    def raises(self):
+        """Tagged `raises-exception`: an error is expected, and checked as text."""
+        return "raises-exception" in (self.options.get("tags") or [])
+
 
 @dataclasses.dataclass
 class Chapter:
@@ -304,7 +309,10 @@ class CellOutput:
     has_text: bool
 
 
-def cell_output(outputs) -> CellOutput:
+def cell_output(outputs, raises=False) -> CellOutput:
+    """Collect a cell's outputs. With `raises` (the cell is tagged `raises-exception`,
+    which nbclient and so the build accept), an error is part of the printed text as
+    its last traceback line, `ValueError: message`, instead of a failure."""
     text, stderr, error, has_text = [], [], None, False
     for output in outputs:
         kind = output.get("output_type")
@@ -319,6 +327,9 @@ def cell_output(outputs) -> CellOutput:
             if plain is not None:
                 text.append(plain if plain.endswith("\n") else plain + "\n")
                 has_text = True
+        elif kind == "error" and raises:
+            text.append(f"{output.get('ename')}: {output.get('evalue')}\n")
+            has_text = True
         elif kind == "error":
             error = strip_ansi("\n".join(output.get("traceback", [])))
             if not error.strip():
