@@ -404,3 +404,17 @@ def test_rewrite_round_trips(text, first_indented):
     new = ex.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
     again = ex.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
     assert again.cells[0].expect == ex.canonical_expectation(body)
+
+
+def test_raises_exception_tag_checks_the_error_as_text():
+    """The Sphinx report calls cell_output without the tag; check_cell applies it."""
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "before\n"},
+               {"output_type": "error", "ename": "ValueError", "evalue": "shapes (3,) and (2,)",
+                "traceback": ["\x1b[0;31mValueError\x1b[0m: shapes (3,) and (2,)"]}]
+    tagged = ex.CodeCell(0, 7, "", {"tags": ["raises-exception"],
+                                    "expect": "before\nValueError: shapes (3,) and (2,)\n"})
+    assert ex.check_cell(tagged, ex.cell_output(outputs)) == []
+    plain = ex.CodeCell(0, 7, "", {"expect": "before\n"})
+    [failure] = ex.check_cell(plain, ex.cell_output(outputs))
+    assert failure.what == "cell raised ValueError: shapes (3,) and (2,)"
+    assert "\x1b" not in failure.detail

@@ -307,13 +307,21 @@ class CellOutput:
     stderr: str
     error: str | None  # traceback, ANSI stripped
     has_text: bool
+    error_line: str | None = None  # `ValueError: message`
+
+    def with_error_as_text(self) -> "CellOutput":
+        """A `raises-exception` cell: its error is printed text, not a failure."""
+        if self.error is None:
+            return self
+        text = self.text + self.error_line + "\n"
+        return dataclasses.replace(self, text=text, error=None, has_text=True)
 
 
 def cell_output(outputs, raises=False) -> CellOutput:
     """Collect a cell's outputs. With `raises` (the cell is tagged `raises-exception`,
     which nbclient and so the build accept), an error is part of the printed text as
     its last traceback line, `ValueError: message`, instead of a failure."""
-    text, stderr, error, has_text = [], [], None, False
+    text, stderr, error, error_line, has_text = [], [], None, None, False
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream":
@@ -327,14 +335,11 @@ def cell_output(outputs, raises=False) -> CellOutput:
             if plain is not None:
                 text.append(plain if plain.endswith("\n") else plain + "\n")
                 has_text = True
-        elif kind == "error" and raises:
-            text.append(f"{output.get('ename')}: {output.get('evalue')}\n")
-            has_text = True
         elif kind == "error":
-            error = strip_ansi("\n".join(output.get("traceback", [])))
-            if not error.strip():
-                error = f"{output.get('ename')}: {output.get('evalue')}"
-    return CellOutput("".join(text), "".join(stderr), error, has_text)
+            error_line = strip_ansi(f"{output.get('ename')}: {output.get('evalue')}")
+            error = strip_ansi("\n".join(output.get("traceback", []))) or error_line
+    result = CellOutput("".join(text), "".join(stderr), error, has_text, error_line)
+    return result.with_error_as_text() if raises else result
 
 
 @dataclasses.dataclass
@@ -348,13 +353,15 @@ class Failure:
 def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
     """Every way this cell's output breaks the book's rules."""
     failures = []
+    if cell.raises:
+        output = output.with_error_as_text()
     if output.stderr:
+        first = (output.stderr.strip().splitlines() or [repr(output.stderr)])[0]
         failures.append(
-            Failure(cell.line, "cell wrote to stderr: " + output.stderr.strip().splitlines()[0],
-                    indent(output.stderr.rstrip()))
+            Failure(cell.line, "cell wrote to stderr: " + first, indent(output.stderr.rstrip()))
         )
     if output.error is not None:
-        last = output.error.strip().splitlines()[-1] if output.error.strip() else "error"
+        last = output.error_line or output.error.strip().splitlines()[-1]
         failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
         return failures
     expect = cell.expect
