@@ -9,6 +9,9 @@ Each module is introduced by one chapter and says which in its docstring:
     shapes  broadcast_shape, unbroadcast: broadcasting and its VJP  (chapter `shapes`)
     gradcheck  gradcheck, GradcheckError: Jacobians against central differences  (chapter `gradcheck`)
     functional  logsumexp, log_softmax, softmax, cross_entropy, nll_loss  (chapter `losses`)
+    nn      Module, Parameter, Linear, ReLU, Tanh, Sigmoid, Sequential, MLP  (chapter `training`)
+    optim   SGD, Adam with PyTorch's update rules  (chapter `training`)
+    memory  no_grad, VersionedArray, saved_arrays, checkpoint: memory and in-place safety  (chapter `memory`)
     figures drawing helpers for the book's figures, not part of autodiff
 """
 
@@ -22,3 +25,7 @@ from . import functional
 
 __all__ = ["numerical_grad", "numerical_jacobian", "Var", "Dual", "Tensor"]
 __all__ += ["broadcast_shape", "unbroadcast", "gradcheck", "GradcheckError", "functional"]
+from .memory import no_grad, checkpoint, saved_arrays, saved_nbytes
+from . import nn, optim, memory
+
+__all__ += ["no_grad", "checkpoint", "saved_arrays", "saved_nbytes", "nn", "optim", "memory"]

@@ -8,6 +8,7 @@ backward sweep adds those products into the parents' grads.
 
 import numpy as np
 
+from .memory import as_data, check_saved, is_grad_enabled, record_versions, release
 from .shapes import broadcast_shape, unbroadcast
 
 
@@ -16,12 +17,24 @@ class Tensor:
 
     def __init__(self, data, requires_grad=True, copy=True):
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
-        self.data = np.array(data, dtype=np.float64, copy=True if copy else None)
+        self.data = np.array(data, dtype=np.float64, copy=True if copy else None, subok=True)
         self.grad = np.zeros_like(self.data)
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
         self.op = ""             # the operation that made it; "" for a leaf
         self.backward_fn = None  # backward_fn(y_bar) returns one VJP per parent
+        self.saved_versions = ()  # (tensor, version) for what the closure saved: `memory`
+
+    @property
+    def data(self):
+        """The values: a VersionedArray, which counts in-place changes (chapter `memory`)."""
+        return self._data
+
+    @data.setter
+    def data(self, value):
+        if value is getattr(self, "_data", None):
+            return  # `x.data += 1` changed the array in place, and the array counted it
+        self._data = as_data(value, old=getattr(self, "_data", None))
 
     @property
     def shape(self):
@@ -35,11 +48,12 @@ class Tensor:
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
         out = Tensor(data, requires_grad=False, copy=False)
-        if any(p.requires_grad for p in parents):
+        if is_grad_enabled() and any(p.requires_grad for p in parents):
             out.requires_grad = True
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
+            out.saved_versions = record_versions(backward_fn)  # checked by backward
         return out
 
     def _pair(self, other, op):
@@ -289,8 +303,11 @@ class Tensor:
                     stack.append((parent, False))
         return order
 
-    def backward(self, gradient=None):
-        """Seed this tensor's grad (ones by default) and run every closure in reverse order."""
+    def backward(self, gradient=None, retain_graph=False):
+        """Seed this tensor's grad (ones by default) and run every closure in reverse order.
+
+        Then free the graph (closures and saved values) unless `retain_graph`.
+        """
         if gradient is None:
             gradient = np.ones_like(self.data)
         gradient = np.asarray(gradient, dtype=np.float64)
@@ -299,6 +316,8 @@ class Tensor:
                 f"backward: seed of shape {gradient.shape} for a tensor of shape {self.shape}"
             )
         order = self.topo_order()
+        for node in order:
+            check_saved(node)  # raises if the graph was freed or a saved value changed
         for node in order:
             if node.parents:  # results start from zero; leaves keep accumulating
                 node.grad = np.zeros_like(node.data)
@@ -310,6 +329,13 @@ class Tensor:
             for parent, parent_bar in zip(node.parents, parent_bars):
                 if parent.requires_grad:  # constants get no grad
                     parent.grad += unbroadcast(parent_bar, parent.shape)
+        if not retain_graph:
+            for node in order:
+                release(node)  # drop closures and parents: saved arrays can be freed
+
+    def detach(self):
+        """The same data (shared, with its version counter) as a leaf that needs no grad."""
+        return Tensor(self.data, requires_grad=False, copy=False)
 
 
 def _axes(axis, ndim):

@@ -1,0 +1,221 @@
+"""Memory and in-place safety: what backward keeps, when it lets go, and who changed it.
+
+Introduced in chapter `memory` (Saved values, memory and in-place safety).
+
+    VersionedArray   the array behind every Tensor's `.data`: it counts its in-place changes
+    no_grad()        a context in which operations record nothing (inference)
+    saved_arrays     the arrays a graph's closures keep alive for backward
+    check_saved      the test `Tensor.backward` runs first: graph not freed, nothing changed
+    release          what `Tensor.backward` does after the sweep unless `retain_graph=True`
+    checkpoint       run a segment without keeping its graph; recompute it during backward
+
+What a closure saves is read from the closure itself: Python keeps the
+variables a nested function uses in its cells (`backward_fn.__closure__`), and
+those cells are exactly what stays alive until backward runs.
+"""
+
+import contextlib
+
+import numpy as np
+
+# -- the version counter ----------------------------------------------------------
+
+
+class VersionedArray(np.ndarray):
+    """A NumPy array that counts its in-place changes.
+
+    Every write that NumPy routes through the array (`a[...] = v`, `a += v`,
+    `np.add(b, c, out=a)`, `np.add.at(a, i, v)`, `a.fill(v)`) adds one to
+    `a.version`. Views share their base's counter (a write through `a[1:3]` or
+    `a.T` changes `a`), copies start their own. Writes that bypass the array's
+    methods are not seen: `np.copyto(a, v)`, `a.flat[i] = v`, raw buffers.
+    Results of NumPy operations on versioned arrays are versioned arrays with
+    a fresh counter, so an array an operation saves can always be checked.
+    """
+
+    def __array_finalize__(self, obj):
+        counter = getattr(obj, "_counter", None)
+        if counter is None or not np.may_share_memory(self, obj):
+            counter = [0]  # a new array: a counter of its own
+        self._counter = counter  # a view: the same list object as its base
+
+    @property
+    def version(self):
+        return self._counter[0]
+
+    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
+        plain = [x.view(np.ndarray) if isinstance(x, VersionedArray) else x for x in inputs]
+        if out is None and method == "__call__":  # the common case: a new result
+            return _versioned(ufunc(*plain, **kwargs))
+        written = []
+        if out is not None:
+            written = [o for o in out if isinstance(o, VersionedArray)]
+            kwargs["out"] = tuple(
+                o.view(np.ndarray) if isinstance(o, VersionedArray) else o for o in out)
+        if method == "at" and isinstance(inputs[0], VersionedArray):
+            written.append(inputs[0])  # np.add.at(a, index, v) changes `a` in place
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        for array in written:
+            array._counter[0] += 1
+        if out is not None:
+            return out[0] if len(out) == 1 else out  # `a += v` must give back `a` itself
+        if isinstance(result, tuple):
+            return tuple(_versioned(r) for r in result)
+        return _versioned(result)
+
+    def __setitem__(self, index, value):
+        super().__setitem__(index, value)
+        self._counter[0] += 1
+
+    def fill(self, value):
+        super().fill(value)
+        self._counter[0] += 1
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))  # prints as the array it is: array([...])
+
+
+def _versioned(result):
+    return result.view(VersionedArray) if isinstance(result, np.ndarray) else result
+
+
+def as_data(value, old=None):
+    """`value` as a Tensor's float64 VersionedArray; a replacement counts as a change of `old`."""
+    array = np.asanyarray(value, dtype=np.float64)
+    if not isinstance(array, VersionedArray):
+        array = array.view(VersionedArray)  # a fresh counter
+    if old is not None:  # `x.data = new`: the tensor changed, so its version must move on
+        array._counter[0] = max(array._counter[0], old._counter[0] + 1)
+    return array
+
+
+# -- recording or not -----------------------------------------------------------------
+
+_grad_enabled = [True]
+
+
+def is_grad_enabled():
+    """False inside `with no_grad():`, where operations record no graph."""
+    return _grad_enabled[0]
+
+
+@contextlib.contextmanager
+def no_grad():
+    """Inside this block, results keep no parents and no closure: nothing is saved."""
+    previous = _grad_enabled[0]
+    _grad_enabled[0] = False
+    try:
+        yield
+    finally:
+        _grad_enabled[0] = previous
+
+
+# -- what a closure saves -----------------------------------------------------------
+
+
+def captured(backward_fn):
+    """The values a closure refers to (its cells), with tuples and lists opened one level."""
+    values = []
+    for cell in getattr(backward_fn, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell whose variable was never assigned
+            continue
+        values.extend(value if isinstance(value, (tuple, list)) else [value])
+    return values
+
+
+def _array_of(value):
+    """The array a captured value keeps alive: a Tensor's data, an array itself, else None."""
+    if isinstance(value, np.ndarray):
+        return value
+    data = getattr(value, "data", None)
+    return data if isinstance(data, VersionedArray) else None
+
+
+def record_versions(backward_fn):
+    """(value, version) for every tensor or versioned array the closure saved."""
+    pairs = []
+    for value in captured(backward_fn):
+        array = _array_of(value)
+        if isinstance(array, VersionedArray):
+            pairs.append((value, array.version))
+    return tuple(pairs)
+
+
+def saved_arrays(root):
+    """Every array the closures of `root`'s graph keep for backward, each once."""
+    arrays = {}
+    for node in root.topo_order():
+        for value in captured(node.backward_fn):
+            array = _array_of(value)
+            if array is not None:
+                arrays[id(array)] = array
+    return list(arrays.values())
+
+
+def saved_nbytes(root):
+    """Bytes held by the arrays that `root`'s graph keeps for backward."""
+    return sum(array.nbytes for array in saved_arrays(root))
+
+
+# -- the checks backward runs, and the release after it ------------------------------
+
+
+def is_freed(node):
+    """A result (it has an op) whose closure a previous backward released."""
+    return bool(node.op) and node.backward_fn is None
+
+
+def check_saved(node):
+    """Raise if `node`'s graph was freed, or if something its closure saved changed since."""
+    if is_freed(node):
+        raise RuntimeError(
+            f"backward through a freed graph: the closure of '{node.op}' and the values it "
+            "saved were released by an earlier backward() to give their memory back. "
+            "Call backward(retain_graph=True) the first time if you need a second sweep, "
+            "or run the forward pass again."
+        )
+    for value, saved_version in node.saved_versions:
+        array = _array_of(value)
+        if array.version != saved_version:
+            what = "an array" if isinstance(value, np.ndarray) else "a tensor"
+            raise RuntimeError(
+                f"{what} of shape {array.shape} saved by '{node.op}' was changed in place "
+                f"after the forward pass (saved at version {saved_version}, now version "
+                f"{array.version}): its gradient would belong to no forward pass. "
+                "Run the forward pass again after the change, or change a copy instead."
+            )
+
+
+def release(node):
+    """Drop `node`'s closure, its parents and what they saved, so their memory can go."""
+    if node.backward_fn is not None:
+        node.backward_fn = None
+        node.parents = ()
+        node.saved_versions = ()
+
+
+# -- recomputation --------------------------------------------------------------------
+
+
+def checkpoint(segment, x):
+    """`segment(x)`, keeping no graph inside the segment: it is recomputed during backward.
+
+    `segment` is a Module (or anything with `parameters()`). Its output is one
+    node whose closure runs the segment again, with recording on, from a copy of
+    `x`, and backpropagates through that fresh graph: the parameters' grads
+    are added there, `x`'s VJP is returned.
+    """
+    parameters = tuple(segment.parameters())
+    with no_grad():
+        y_data = segment(x).data  # forward without a graph: only the output is kept
+
+    def backward_fn(y_bar):
+        x_again = x.detach()
+        x_again.requires_grad = x.requires_grad
+        segment(x_again).backward(y_bar)  # recompute, then sweep; adds into parameter grads
+        zeros = [np.zeros_like(p.data) for p in parameters]  # already added just above
+        return (x_again.grad, *zeros)
+
+    return x._result(y_data, (x, *parameters), "checkpoint", backward_fn)

@@ -1,0 +1,78 @@
+"""Optimizers: SGD (with momentum) and Adam, with PyTorch's update rules.
+
+Introduced in chapter `training` (Modules, parameters and optimizers).
+
+An optimizer holds a list of parameters and, for each, the state its rule
+needs (a momentum buffer; Adam's two moment estimates). `step()` reads every
+`p.grad` and changes `p.data` in place; `zero_grad()` sets the grads to zero,
+because leaves accumulate across backward sweeps.
+"""
+
+import numpy as np
+
+
+class Optimizer:
+    def __init__(self, params):
+        self.params = list(params)
+        if not self.params:
+            raise ValueError("the optimizer got an empty list of parameters")
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = np.zeros_like(p.data)
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD: g = grad + wd p; b = mu b + (1 - dampening) g; p -= lr (g + mu b or b).
+
+    The momentum buffer starts as the first g itself (not zero), as in PyTorch.
+    """
+
+    def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False):
+        super().__init__(params)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
+        self.lr, self.momentum, self.dampening = lr, momentum, dampening
+        self.weight_decay, self.nesterov = weight_decay, nesterov
+        self.buffers = [None] * len(self.params)
+
+    def step(self):
+        for i, p in enumerate(self.params):
+            g = p.grad + self.weight_decay * p.data  # L2 penalty wd/2 |p|^2 in the gradient
+            if self.momentum != 0:
+                if self.buffers[i] is None:
+                    self.buffers[i] = np.array(g)  # the first step: the buffer is g
+                else:
+                    self.buffers[i] = (self.momentum * self.buffers[i]
+                                       + (1 - self.dampening) * g)
+                b = self.buffers[i]
+                g = g + self.momentum * b if self.nesterov else b
+            p.data -= self.lr * g
+
+
+class Adam(Optimizer):
+    """torch.optim.Adam (amsgrad off): moments of g = grad + wd p, with bias correction.
+
+    m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,  t = number of steps,
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        super().__init__(params)
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.m = [np.zeros_like(p.data) for p in self.params]
+        self.v = [np.zeros_like(p.data) for p in self.params]
+        self.t = 0
+
+    def step(self):
+        self.t += 1
+        beta1, beta2 = self.betas
+        correction1 = 1 - beta1**self.t  # the moments start at 0: undo that bias
+        correction2 = 1 - beta2**self.t
+        for i, p in enumerate(self.params):
+            g = p.grad + self.weight_decay * p.data
+            self.m[i] = beta1 * self.m[i] + (1 - beta1) * g
+            self.v[i] = beta2 * self.v[i] + (1 - beta2) * g * g
+            denominator = np.sqrt(self.v[i]) / np.sqrt(correction2) + self.eps
+            p.data -= (self.lr / correction1) * self.m[i] / denominator

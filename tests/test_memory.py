@@ -1,0 +1,171 @@
+"""engine.memory (chapter `memory`): no_grad, detach, freeing the graph, version counters."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+from engine import Tensor, checkpoint, no_grad, saved_nbytes
+from engine.memory import VersionedArray
+from engine.nn import MLP, Sequential
+
+
+def test_no_grad_records_nothing():
+    x = Tensor([1.0, 2.0])
+    with no_grad():
+        y = (x * x).exp().sum()
+    assert y.parents == () and y.backward_fn is None and not y.requires_grad
+    assert y.op == "" and saved_nbytes(y) == 0
+    z = (x * x).sum()  # recording is back on after the block
+    assert z.parents and z.requires_grad
+
+
+def test_no_grad_restores_the_mode_after_an_error():
+    with pytest.raises(ZeroDivisionError):
+        with no_grad():
+            1 / 0
+    assert (Tensor([1.0]) * 2).parents
+
+
+def test_constants_record_nothing():
+    c = Tensor([1.0, 2.0], requires_grad=False)
+    y = (c * 3).exp()
+    assert y.parents == () and y.backward_fn is None and not y.requires_grad
+
+
+def test_detach_shares_data_and_counter_but_not_the_graph():
+    x = Tensor([1.0, 2.0])
+    h = x * 3
+    d = h.detach()
+    assert d.parents == () and not d.requires_grad and d.op == ""
+    assert np.shares_memory(d.data, h.data)
+    y = (d * x).sum()
+    y.backward()
+    assert x.grad.tolist() == [3.0, 6.0]  # d acted as a constant
+    version = h.data.version
+    d.data[0] = 10.0
+    assert h.data[0] == 10.0 and h.data.version == version + 1
+
+
+def test_backward_frees_the_graph_and_a_second_backward_explains():
+    x = Tensor([1.0, -2.0, 0.5])
+    y = (x**3).sum()
+    y.backward()
+    assert y.parents == () and y.backward_fn is None
+    with pytest.raises(RuntimeError, match=r"freed graph.*'sum'.*retain_graph=True"):
+        y.backward()
+    assert x.grad.tolist() == [3.0, 12.0, 0.75]  # the failed call changed nothing
+
+
+def test_retain_graph_allows_a_second_backward_that_accumulates():
+    x = Tensor([1.0, -2.0, 0.5])
+    y = x**3
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.tolist() == [6.0, 24.0, 1.5]
+
+
+def make_graph():
+    x = Tensor(np.linspace(-1, 1, 1000))
+    h = (x * 2.0).relu()  # relu's closure saves x * 2, an intermediate nobody else holds
+    saved = h.backward_fn.__closure__
+    (inner,) = [c.cell_contents for c in saved if isinstance(c.cell_contents, Tensor)]
+    return x, h.sum(), weakref.ref(inner.data)
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_saved_arrays_die_after_backward_unless_retained(retain):
+    x, y, ref = make_graph()
+    gc.collect()
+    assert ref() is not None
+    y.backward(retain_graph=retain)
+    gc.collect()
+    assert (ref() is not None) == retain
+    # retained: x and the constant 2.0 (saved by '*'), x * 2 (saved by relu)
+    assert saved_nbytes(y) == (8000 + 8 + 8000 if retain else 0)
+
+
+def test_an_in_place_change_of_a_saved_tensor_is_caught():
+    x = Tensor([1.0, 2.0, 3.0])
+    y = (x * x).sum()
+    x.data[1] = 5.0  # between forward and backward
+    with pytest.raises(RuntimeError, match=r"shape \(3,\) saved by '\*'.*version 0, now version 1"):
+        y.backward()
+
+
+@pytest.mark.parametrize("change", ["setitem", "iadd", "ufunc-out", "add-at", "fill", "replace",
+                                    "view"])
+def test_every_kind_of_in_place_change_moves_the_version(change):
+    x = Tensor([1.0, 2.0, 3.0])
+    y = x.sin().sum()
+    if change == "setitem":
+        x.data[...] = 0.0
+    elif change == "iadd":
+        x.data += 1.0
+    elif change == "ufunc-out":
+        np.multiply(x.data, 2.0, out=x.data)
+    elif change == "add-at":
+        np.add.at(x.data, [0, 0], 1.0)
+    elif change == "fill":
+        x.data.fill(0.0)
+    elif change == "replace":
+        x.data = np.zeros(3)
+    elif change == "view":
+        x.data[1:].reshape(2)[0] = 7.0
+    with pytest.raises(RuntimeError, match="saved by 'sin'"):
+        y.backward()
+
+
+def test_changes_the_closure_does_not_need_are_allowed():
+    x = Tensor([1.0, 2.0])
+    y = x.exp()  # exp saves its output, not its input
+    x.data[0] = 100.0
+    y.backward()
+    np.testing.assert_allclose(x.grad, np.exp([1.0, 2.0]))
+
+
+def test_a_change_of_a_saved_output_is_caught():
+    x = Tensor([1.0, 2.0])
+    y = x.exp()
+    y.data[0] = 0.0
+    with pytest.raises(RuntimeError, match=r"array of shape \(2,\) saved by 'exp'"):
+        y.backward()
+
+
+def test_an_optimizer_step_between_forward_and_backward_is_caught():
+    from engine.optim import SGD
+    model = MLP([2, 3, 1], np.random.default_rng(0))
+    loss = model(Tensor(np.ones((4, 2)), requires_grad=False)).sum()
+    SGD(model.parameters(), lr=0.1).step()
+    with pytest.raises(RuntimeError, match="saved by '@'"):
+        loss.backward()
+
+
+def test_versioned_arrays_look_and_compute_like_arrays():
+    x = Tensor([1.0, 2.0])
+    assert isinstance(x.data, VersionedArray) and repr(x.data) == "array([1., 2.])"
+    assert str(np.round(x.data * 3, 3)) == "[3. 6.]"
+    copy = x.data.copy()
+    copy[0] = 9.0
+    assert x.data.version == 0  # a copy has its own counter
+
+
+def test_checkpoint_gives_the_same_gradients_and_keeps_less():
+    rng = np.random.default_rng(0)
+    x = Tensor(rng.normal(size=(16, 8)), requires_grad=False)
+    segments = [MLP([8, 8, 8], rng) for _ in range(4)]
+    plain = Sequential(*segments)
+    loss = plain(x).sum()
+    kept_plain = saved_nbytes(loss)
+    loss.backward()
+    expected = [p.grad.copy() for p in plain.parameters()]
+    plain.zero_grad()
+    h = x
+    for segment in segments:
+        h = checkpoint(segment, h)
+    loss = h.sum()
+    assert saved_nbytes(loss) < kept_plain
+    loss.backward()
+    for p, g in zip(plain.parameters(), expected):
+        np.testing.assert_allclose(p.grad, g, rtol=1e-12, atol=1e-12)
