@@ -129,10 +129,13 @@ def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fon
     for node in order:
         for parent in node.parents:
             if id(parent) in boxes:
+                # an edge that skips a column bends, so it cannot hide behind a box
+                skips = position[id(node)][0] - position[id(parent)][0] > 1
                 ax.annotate(
                     "", xy=position[id(node)], xytext=position[id(parent)],
                     arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.2,
                                     shrinkA=1, shrinkB=1, mutation_scale=14,
+                                    connectionstyle=f"arc3,rad={-0.35 if skips else 0}",
                                     patchA=boxes[id(parent)].get_bbox_patch(),
                                     patchB=boxes[id(node)].get_bbox_patch()),
                     zorder=4,

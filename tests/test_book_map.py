@@ -1,0 +1,64 @@
+"""The book's promises about itself hold: the chapter map, the commands, the module docstrings."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [chapter["file"] for chapter in part["chapters"]]
+    return files
+
+
+def intro_map():
+    """{chapter slug: [engine modules]} from the table on the intro page."""
+    rows = {}
+    for line in (ROOT / "book" / "intro.md").read_text().splitlines():
+        match = re.match(r"\| \{doc\}`([\w-]+)` \|.*\|(.*)\|$", line)
+        if match:
+            rows[match.group(1)] = re.findall(r"`engine/(\w+)\.py`", match.group(2))
+    return rows
+
+
+def test_every_chapter_of_the_toc_is_on_the_map_in_order():
+    chapters = [f.split("/")[-1] for f in toc_files()[1:] if f != "book/report"]
+    assert list(intro_map()) == chapters
+
+
+def test_each_module_on_the_map_names_its_chapter_in_its_docstring():
+    for chapter, modules in intro_map().items():
+        assert modules, chapter
+        for module in modules:
+            source = (ROOT / "engine" / f"{module}.py").read_text()
+            docstring = source.split('"""')[1]
+            assert f"chapter `{chapter}`" in " ".join(docstring.split()), (module, chapter)
+
+
+def test_every_engine_module_is_on_the_map():
+    mapped = {m for modules in intro_map().values() for m in modules}
+    modules = {p.stem for p in (ROOT / "engine").glob("*.py")} - {"__init__", "figures"}
+    assert modules == mapped
+
+
+def readme_commands():
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```bash\n(python3 -m venv .*)\n```", text)
+
+
+def test_readme_has_a_build_and_a_test_command_and_ci_runs_the_test_command():
+    build, test = readme_commands()[:2]
+    assert "jupyter-book build . -W -n --keep-going" in build
+    assert test.endswith("python -m pytest")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test in ci, ".ci/run must run the README's test command verbatim"
+
+
+def test_the_intro_quotes_the_readme_test_command():
+    test = readme_commands()[1]
+    assert test in (ROOT / "book" / "intro.md").read_text()
