@@ -287,6 +287,14 @@ def test_rewritten_chapter_passes_without_reexecuting(book):
     assert again.source == "cache"  # re-stored under the new hash: nothing ran again
 
 
+def test_cached_notebook_holds_the_outputs(book):
+    root = book[0]
+    nb = ex.cached_notebook(root / "book" / "good.md", root / "_build", root)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert outputs[0]["text"] == "[0.  0.5 1. ]\n" and "language_info" in nb.metadata
+    assert ex.cached_notebook(root / "book" / "good.md", root / "elsewhere", root) is None
+
+
 @pytest.mark.slow
 def test_build_uses_the_verifiers_outputs(book):
     root, _, good, _ = book

@@ -27,7 +27,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
-import engine_cache  # noqa: E402
 import expectations as ex  # noqa: E402
 
 
@@ -35,11 +34,7 @@ def build_dir(root=ROOT) -> Path:
     return Path(os.environ.get("BOOK_BUILD_DIR") or Path(root) / "_build")
 
 
-def open_cache(build):
-    """The build's jupyter-cache for this engine: the folder engine_cache gives Sphinx."""
-    from jupyter_cache import get_cache
-
-    return get_cache(str(engine_cache.cache_dir(build)))
+open_cache = ex.open_cache  # the folder engine_cache gives Sphinx
 
 
 @dataclasses.dataclass

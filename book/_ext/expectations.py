@@ -175,6 +175,30 @@ def read_chapter(path, root=ROOT, text=None) -> Chapter:
     return Chapter(path, text, nb, cells)
 
 
+def open_cache(build_dir):
+    """The build's jupyter-cache for the engine as it is now (engine_cache.cache_dir)."""
+    import engine_cache
+    from jupyter_cache import get_cache
+
+    return get_cache(str(engine_cache.cache_dir(build_dir)))
+
+
+def cached_notebook(path, build_dir, root=ROOT):
+    """The executed notebook the build's cache holds for this chapter as it is now, or None.
+
+    Read outputs from here, not from `<build>/jupyter_execute/<doc>.ipynb`: on a
+    cache hit myst-nb 1.4.0 writes that file from the unexecuted input (its
+    `merge_match_into_notebook` returns a new notebook and sphinx_.py writes the
+    old one), so it has no outputs and no language_info.
+    """
+    chapter = read_chapter(path, root)
+    try:
+        _, nb = open_cache(build_dir).merge_match_into_notebook(chapter.nb)
+    except KeyError:
+        return None
+    return nb
+
+
 # -- normalizing and comparing ----------------------------------------------------
 
 _SPACE = re.compile(r"\s+")
