@@ -319,7 +319,7 @@ def test_update_cli_on_a_chapter_path(tmp_path, monkeypatch, capsys):
     assert verifier.main([str(path)]) == 1
     assert f"c.md:{fence_line(path, 'print')}: printed text differs" in capsys.readouterr().out
     assert verifier.main(["--update", str(path)]) == 0
-    assert path.read_text().endswith("```{code-cell} ipython3\n---\nexpect: |\n  a 1\n---\nprint(\"a\", 1)\n```\n")
+    assert path.read_text().endswith(cell('print("a", 1)', "expect: |\n  a 1"))
     assert verifier.verify(path, root=root).source == "cache"
 
 
@@ -426,3 +426,23 @@ def test_raises_exception_tag_checks_the_error_as_text():
     [failure] = ex.check_cell(plain, ex.cell_output(outputs))
     assert failure.what == "cell raised ValueError: shapes (3,) and (2,)"
     assert "\x1b" not in failure.detail
+
+
+def test_non_text_expect_is_rejected():
+    cell_ = ex.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
+    output = ex.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
+    [failure] = ex.check_cell(cell_, output)
+    assert "reads as YAML float 1.0" in failure.what and failure.kind == "differs"
+
+
+def test_rewrite_keeps_an_indented_block_and_other_options():
+    text = FRONT + "\n" + (
+        "```{code-cell} ipython3\n---\n  tags: [a]\n  expect: 2\n  timeout: 5\n---\nprint(1)\n```\n"
+        "\n```{code-cell} ipython3\n---\ntags: [b]\n---\nx = 1\n```\n"
+    )
+    chapter = ex.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
+    first, second = (code.line for code in chapter.cells)
+    new = ex.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
+    assert new == text.replace("  expect: 2\n", "  expect: |\n    1\n")
+    again = ex.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
+    assert again.cells[0].options == {"tags": ["a"], "expect": "1\n", "timeout": 5}

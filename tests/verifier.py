@@ -264,11 +264,14 @@ def find_chapters(names, root=ROOT):
         return chapters
     picked = []
     for name in names:
-        matches = [p for p in chapters if name in (ex.slug(p, root), str(p), ex.display_path(p, root))]
+        matches = [
+            p for p in chapters if name in (ex.slug(p, root), str(p), ex.display_path(p, root))
+        ]
         if not matches and Path(name).is_file():
             matches = [Path(name).resolve()]
         if not matches:
-            raise SystemExit(f"no chapter {name!r} in _toc.yml: {[ex.slug(p, root) for p in chapters]}")
+            known = ", ".join(ex.slug(p, root) for p in chapters)
+            raise SystemExit(f"no chapter {name!r} in _toc.yml (chapters: {known})")
         picked.extend(matches)
     return picked
 

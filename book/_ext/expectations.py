@@ -299,7 +299,7 @@ def compare(expected: str, got: str, tolerance=None) -> str | None:
             f"printed {len(got_numbers)} numbers, expect: has {len(exp_numbers)} "
             f"(tolerance {tolerance})"
         )
-    for position, (a, b) in enumerate(zip(exp_texts, got_texts)):
+    for a, b in zip(exp_texts, got_texts):
         if a != b:
             return f"text between numbers differs: expected {a!r}, got {b!r}"
     for position, (a, b) in enumerate(zip(exp_numbers, got_numbers), 1):
@@ -390,7 +390,14 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         return failures
     expect = cell.expect
     if expect is not None and not isinstance(expect, str):
-        expect = str(expect)
+        # `expect: 1.` is the YAML float 1.0: comparing its str() would be wrong
+        failures.append(Failure(
+            cell.line,
+            f"expect: reads as YAML {type(expect).__name__} {expect!r}, not text: "
+            "write it as a block (`expect: |` and the text below) or quote it",
+            indent(unified_diff(str(expect), output.text)), "differs",
+        ))
+        return failures
     try:
         tolerance = parse_tolerance(cell.tolerance)
     except ToleranceError as error:
@@ -440,11 +447,15 @@ def expect_block_lines(text: str, indentation: str = "") -> list[str]:
 
 
 def _options_block(lines: list[str], fence: int):
-    """(start, end) 0-based indices of the `---` lines of a cell's YAML block, or None."""
+    """(start, end) 0-based indices of the `---` lines of a cell's YAML block, or None.
+
+    Mirrors myst-parser: the block opens when the first content line starts with
+    `---` and closes at the next line starting with three or more dashes.
+    """
     first = fence + 1
-    if first < len(lines) and lines[first].strip() == "---":
+    if first < len(lines) and lines[first].startswith("---"):
         for end in range(first + 1, len(lines)):
-            if lines[end].strip() == "---":
+            if re.match(r"^-{3,}", lines[end]):
                 return first, end
     return None
 
@@ -452,17 +463,29 @@ def _options_block(lines: list[str], fence: int):
 def _colon_options(lines: list[str], fence: int) -> int:
     """How many `:key: value` option lines follow the fence."""
     count = 0
-    while fence + 1 + count < len(lines) and re.match(r"^:\w[\w-]*:", lines[fence + 1 + count]):
+    while fence + 1 + count < len(lines) and lines[fence + 1 + count].lstrip().startswith(":"):
         count += 1
     return count
 
 
+def _block_indent(lines: list[str], start: int, end: int) -> str:
+    """The indentation myst-parser dedents the YAML block by."""
+    body = [line for line in lines[start + 1 : end] if line.strip()]
+    if not body:
+        return ""
+    width = min(len(line) - len(line.lstrip(" ")) for line in body)
+    return " " * width
+
+
 def _expect_key_span(lines: list[str], start: int, end: int):
     """(first, stop) of the `expect:` key and its value lines inside a YAML block."""
+    pad = _block_indent(lines, start, end)
     for i in range(start + 1, end):
-        if re.match(r"^expect\s*:", lines[i]):
+        if re.match(rf"^{pad}expect\s*:", lines[i]):
             stop = i + 1
-            while stop < end and (lines[stop].startswith((" ", "\t")) or not lines[stop].strip()):
+            while stop < end and (
+                lines[stop].startswith((pad + " ", pad + "\t")) or not lines[stop].strip()
+            ):
                 stop += 1
             while stop > i + 1 and not lines[stop - 1].strip():
                 stop -= 1  # trailing blank lines belong to the block around, not the value
@@ -488,7 +511,8 @@ def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
         if block is not None:
             start, end = block
             span = _expect_key_span(lines, start, end)
-            replacement = expect_block_lines(new) if new is not None else []
+            pad = _block_indent(lines, start, end)
+            replacement = expect_block_lines(new, pad) if new is not None else []
             if span is not None:
                 lines[span[0] : span[1]] = replacement
             else:
