@@ -446,3 +446,17 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
     assert new == text.replace("  expect: 2\n", "  expect: |\n    1\n")
     again = ex.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
     assert again.cells[0].options == {"tags": ["a"], "expect": "1\n", "timeout": 5}
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True),
+       st.sampled_from(["{:g}", "{:.3f}", "{:e}", "{!r}", "{:.0f}."]),
+       st.sampled_from(["a = {}, b", "[{} 2.5]", "({})", "x1.grad = {}"]))
+def test_tokenize_finds_every_printed_number(value, number_format, template):
+    printed = number_format.format(value)
+    assume(not printed.endswith("..") and "inf." not in printed and "nan." not in printed)
+    texts, numbers = ex.tokenize(template.format(printed))
+    assert printed in numbers
+    parsed = float(numbers[numbers.index(printed)])
+    assert parsed == float(printed) or (np.isnan(parsed) and np.isnan(value))
+    assert "".join(t + n for t, n in zip(texts, numbers + [""])) == ex.normalize(
+        template.format(printed))
