@@ -469,18 +469,63 @@ def _root(app):
     return Path(app.srcdir)
 
 
-def _executed(app, docname):
-    return Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
+def executed_notebook(app, docname):
+    """(notebook, glue data) of `docname` with the outputs the build shows, or (None, {}).
+
+    In `cache` mode the outputs come from the execution cache, as myst-nb merges
+    them: on a cache hit myst-nb writes the UNexecuted notebook to
+    `jupyter_execute/` (myst-nb 1.4: it merges the outputs into a copy), so that
+    file is only used when the cache has no match (the notebook ran, or failed,
+    in place) or execution is not cached. Glue outputs are taken out of the cells
+    as myst-nb does (`display=False` ones removed) and returned by name.
+    """
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    build = Path(app.outdir).parent  # jupyter-book: <build>/html, <build>/jupyter_execute
+    config = app.config
+    nb = None
+    if getattr(config, "nb_execution_mode", None) == "cache" and config.nb_execution_cache_path:
+        nb = _from_cache(app, docname)
+    glue = {}
+    if nb is None:
+        path = build / "jupyter_execute" / f"{docname}.ipynb"
+        if not path.exists():
+            return None, {}
+        nb = nbformat.read(path, as_version=4)
+        glue_path = path.with_name(path.name[: -len(".ipynb")] + ".glue.json")
+        if glue_path.exists():
+            glue = json.loads(glue_path.read_text())
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for key, output in extract_glue_data_cell(cell):
+                glue[key] = output
+    return nb, glue
+
+
+def _from_cache(app, docname):
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import create_nb_reader
+
+    path = app.env.doc2path(docname)
+    try:
+        text = Path(path).read_text(encoding="utf8")
+        reader = create_nb_reader(str(path), app.env.myst_config, app.env.mystnb_config, text)
+        if reader is None:
+            return None
+        nb = reader.read(text)
+        cache = get_cache(app.config.nb_execution_cache_path)
+        _, merged = cache.merge_match_into_notebook(nb)
+    except (KeyError, OSError, AttributeError):
+        return None
+    merged.metadata["source_map"] = nb.metadata.get("source_map")
+    return merged
 
 
 def _build_reader_notebook(app, docname):
-    path = _executed(app, docname)
-    if not path.exists():
+    nb, glue = executed_notebook(app, docname)
+    if nb is None:
         return None
-    nb = nbformat.read(path, as_version=4)
-    glue_path = path.with_name(path.name[: -len(".ipynb")] + ".glue.json")
-    glue_data = json.loads(glue_path.read_text()) if glue_path.exists() else None
-    return reader_notebook(nb, app.env.doc2path(docname), _root(app), glue_data)
+    return reader_notebook(nb, app.env.doc2path(docname), _root(app), glue)
 
 
 def _page_context(app, pagename, templatename, context, doctree):

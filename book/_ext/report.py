@@ -1,0 +1,285 @@
+"""The execution report, and a build that fails on any unverified chapter.
+
+* Every build checks every notebook page's EXECUTED outputs (the ones the site
+  shows, `<build>/jupyter_execute/<docname>.ipynb`) with the verifier's own rules
+  (`expectations.check_cell`): a cell that prints without an `expect:`, or whose
+  output differs from it, wrote to stderr or raised, is a warning located at
+  `book/<chapter>.md:<line>` of its ```{code-cell}``` fence. Warnings are errors in
+  the book's build (`-W`), so an unverified chapter fails it.
+  The check runs at `env-check-consistency`, and every page holding the report is
+  re-read on every build, so an unchanged but unverified chapter fails the next
+  build too (Sphinx skips that phase when nothing was re-read).
+* ```{execution-report}``` renders one row per chapter: code cells, verified
+  outputs (cells with `expect:` that match), figures (of which interactive),
+  execution time and status (myst-nb's execution data), and the engine modules its
+  cells import. Pair it with myst-nb's ```{nb-exec-table}```.
+"""
+
+import ast
+import posixpath
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.addnodes import pending_xref
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+import expectations as ex
+from notebooks import executed_notebook
+
+LOGGER = logging.getLogger(__name__)
+ENV_KEY = "engine_report_docs"
+
+
+# -- reading a chapter's executed notebook ------------------------------------------------
+
+
+def code_cells(nb):
+    """expectations.CodeCell for every code cell, with its fence line in the .md."""
+    source_map = nb.metadata.get("source_map") or []
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        line = source_map[index] if index < len(source_map) else 0
+        cells.append(ex.CodeCell(index, line, cell.source, dict(cell.metadata)))
+    return cells
+
+
+def failures(nb):
+    """[(CodeCell, Failure)] for every rule a cell's executed output breaks."""
+    found = []
+    for cell in code_cells(nb):
+        output = ex.cell_output(nb.cells[cell.index].get("outputs", []))
+        for failure in ex.check_cell(cell, output):
+            found.append((cell, failure))
+    return found
+
+
+def _is_image(data):
+    return any(k.startswith("image/") for k in data)
+
+
+def _is_player(data):
+    html = data.get("text/html", "")
+    if isinstance(html, list):
+        html = "".join(html)
+    return 'class="animation"' in html or "engine-interactive" in html
+
+
+def figures(nb, glue):
+    """(figures, interactive): image or player outputs, in cells and glued."""
+    bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
+    bundles += [o.get("data", {}) for o in glue.values()]
+    shown = [b for b in bundles if _is_image(b) or _is_player(b)]
+    return len(shown), sum(1 for b in shown if _is_player(b))
+
+
+def _engine_exports(root):
+    """{name: module} for `from .module import name` lines in engine/__init__.py."""
+    exports = {}
+    init = Path(root) / "engine" / "__init__.py"
+    try:
+        tree = ast.parse(init.read_text())
+    except (OSError, SyntaxError):
+        return exports
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                exports[alias.asname or alias.name] = f"engine.{node.module}"
+    return exports
+
+
+def engine_modules(nb, root):
+    """Sorted engine modules the notebook's code cells import."""
+    exports = _engine_exports(root)
+    found = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        source = "\n".join(ln for ln in cell.source.splitlines()
+                           if not ln.lstrip().startswith(("%", "!")))
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "engine"}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "engine":
+                    for alias in node.names:
+                        if (Path(root) / "engine" / f"{alias.name}.py").exists():
+                            found.add(f"engine.{alias.name}")
+                        else:
+                            found.add(exports.get(alias.name, "engine"))
+                elif node.module.split(".")[0] == "engine":
+                    found.add(node.module)
+    return sorted(found)
+
+
+def chapter_row(app, docname, root, exec_data=None):
+    """The report's numbers for one chapter (None when it has no executed notebook)."""
+    nb, glue = executed_notebook(app, docname)
+    if nb is None:
+        return None
+    cells = code_cells(nb)
+    problems = failures(nb)
+    bad_lines = {cell.line for cell, _ in problems}
+    verified = [c for c in cells if c.expect is not None and c.line not in bad_lines]
+    n_figures, n_players = figures(nb, glue)
+    exec_data = exec_data or {}
+    return {
+        "docname": docname,
+        "code_cells": len(cells),
+        "verified": len(verified),
+        "unverified": len(bad_lines),
+        "figures": n_figures,
+        "interactive": n_players,
+        "runtime": exec_data.get("runtime"),
+        "method": exec_data.get("method"),
+        "succeeded": exec_data.get("succeeded"),
+        "modules": engine_modules(nb, root),
+    }
+
+
+# -- Sphinx ------------------------------------------------------------------------
+
+
+def notebook_docnames(env):
+    return sorted(d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {}))
+
+
+def check_chapters(app, env):
+    """Warn, at the cell's fence line, for every unverified output of every chapter."""
+    for docname in notebook_docnames(env):
+        nb, _ = executed_notebook(app, docname)
+        if nb is None:
+            continue
+        for cell, failure in failures(nb):
+            detail = f"\n{failure.detail}" if failure.detail else ""
+            LOGGER.warning(f"unverified output: {failure.what}{detail}",
+                           location=(docname, cell.line or None), type="engine",
+                           subtype="unverified")
+
+
+def always_reread_report(app, env, added, changed, removed):
+    """Re-read the pages with a report, so their numbers and the check are always fresh."""
+    return sorted(d for d in getattr(env, ENV_KEY, set()) if d in env.found_docs and d not in removed)
+
+
+def purge(app, env, docname):
+    getattr(env, ENV_KEY, set()).discard(docname)
+
+
+def merge(app, env, docnames, other):
+    setattr(env, ENV_KEY, getattr(env, ENV_KEY, set()) | getattr(other, ENV_KEY, set()))
+
+
+class report_node(nodes.General, nodes.Element):
+    """Placeholder, replaced by the table once every chapter has been read."""
+
+
+class ExecutionReport(SphinxDirective):
+    has_content = False
+
+    def run(self):
+        if not hasattr(self.env, ENV_KEY):
+            setattr(self.env, ENV_KEY, set())
+        getattr(self.env, ENV_KEY).add(self.env.docname)
+        return [report_node()]
+
+
+COLUMNS = ["Chapter", "Code cells", "Verified outputs", "Figures (interactive)",
+           "Run time (s)", "Status", "Engine modules"]
+
+
+def _entry(*children):
+    paragraph = nodes.paragraph()
+    for child in children:
+        paragraph += child if isinstance(child, nodes.Node) else nodes.Text(str(child))
+    return nodes.entry("", paragraph)
+
+
+def _table(app, env, docname):
+    from notebooks import notebook_docnames as toc_ordered
+
+    rows = []
+    nb_metadata = getattr(env, "nb_metadata", {})
+    for chapter in toc_ordered(env):
+        exec_data = nb_metadata.get(chapter, {}).get("exec_data") or {}
+        row = chapter_row(app, chapter, Path(app.srcdir), exec_data)
+        if row is not None:
+            rows.append(row)
+    table = nodes.table(classes=["colwidths-auto", "engine-report"])
+    group = nodes.tgroup(cols=len(COLUMNS))
+    table += group
+    for _ in COLUMNS:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    header = nodes.row()
+    head += header
+    for name in COLUMNS:
+        header += _entry(name)
+    body = nodes.tbody()
+    group += body
+    totals = {"code_cells": 0, "verified": 0, "figures": 0, "interactive": 0, "runtime": 0.0}
+    for row in rows:
+        link = pending_xref(refdoc=docname, reftype="doc", refdomain="std", refexplicit=False,
+                            reftarget="/" + row["docname"], refwarn=True, classes=["xref", "doc"])
+        link += nodes.inline(text=row["docname"])
+        status = ("all outputs verified" if row["unverified"] == 0
+                  else f"{row['unverified']} cell(s) unverified")
+        if row["succeeded"] is False:
+            status = "execution failed"
+        runtime = "-" if row["runtime"] is None else f"{row['runtime']:.2f}"
+        modules = [nodes.literal(text=m) for m in row["modules"]] or ["-"]
+        joined = []
+        for i, m in enumerate(modules):
+            joined += ([", "] if i else []) + [m]
+        r = nodes.row()
+        r += _entry(link)
+        r += _entry(row["code_cells"])
+        r += _entry(f"{row['verified']} of {row['verified'] + row['unverified']}"
+                    if row["unverified"] else row["verified"])
+        r += _entry(f"{row['figures']} ({row['interactive']})")
+        r += _entry(runtime)
+        r += _entry(status)
+        r += _entry(*joined)
+        body += r
+        for key in ("code_cells", "verified", "figures", "interactive"):
+            totals[key] += row[key]
+        totals["runtime"] += row["runtime"] or 0.0
+    r = nodes.row(classes=["engine-report-total"])
+    r += _entry(nodes.strong(text=f"{len(rows)} chapters"))
+    r += _entry(totals["code_cells"])
+    r += _entry(totals["verified"])
+    r += _entry(f"{totals['figures']} ({totals['interactive']})")
+    r += _entry(f"{totals['runtime']:.2f}")
+    r += _entry("")
+    r += _entry("")
+    body += r
+    return table
+
+
+class ReportTransform(SphinxPostTransform):
+    default_priority = 8  # before the reference resolvers, which resolve the chapter links
+
+    def run(self, **kwargs):
+        for node in list(self.document.findall(report_node)):
+            node.replace_self(_table(self.app, self.env, self.env.docname))
+
+
+def setup(app):
+    app.add_node(report_node)
+    app.add_directive("execution-report", ExecutionReport)
+    app.add_post_transform(ReportTransform)
+    app.connect("env-get-outdated", always_reread_report)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.connect("env-check-consistency", check_chapters)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,64 @@
+"""Small fixes to what the theme sends a browser, found by the browser tests.
+
+* pydata-sphinx-theme reads the colour mode from `html_context["default_mode"]`;
+  left unset, every page logs "Got invalid theme mode" to the console. Use "auto"
+  (follow the reader's system setting) unless the book sets one.
+* Scripts that extensions add once the builder exists (sphinx-thebe's config,
+  sphinx-togglebutton's selector) reach the page twice with Sphinx 7.4, and the
+  second `const THEBE_JS_URL = ...` is a JavaScript error on every page. Each
+  script and stylesheet is kept once, at its first place.
+* matplotlib's JavaScript player (`to_jshtml`, behind `engine.figures.interactive`)
+  links Font Awesome 4 from a CDN for its button icons: a request off the site that
+  fails offline. The theme already ships Font Awesome (which draws the same
+  `fa fa-play` icons), so the link is dropped from the page body.
+* `site_static/engine-site.css` makes those players fit a 375 px phone.
+"""
+
+import re
+from pathlib import Path
+
+STATIC = Path(__file__).resolve().parent / "site_static"
+
+_CDN_FONT_AWESOME = re.compile(
+    r"<link\b[^>]*href=[\"']https?://[^\"']*font-?awesome[^\"']*[\"'][^>]*>", re.I)
+
+
+def _defaults(app, config):
+    config.html_context.setdefault("default_mode", "auto")
+    config.html_static_path.append(str(STATIC))
+
+
+def _key(asset):
+    attributes = getattr(asset, "attributes", {}) or {}
+    filename = getattr(asset, "filename", str(asset)) or ""  # None and "" both mean inline
+    return (filename, tuple(sorted((k, str(v)) for k, v in attributes.items())))
+
+
+def _dedupe_assets(app, pagename, templatename, context, doctree):
+    for name in ("script_files", "css_files"):
+        assets = context.get(name)
+        if not assets:
+            continue
+        seen, kept = set(), []
+        for asset in assets:
+            key = _key(asset)
+            if key not in seen:
+                seen.add(key)
+                kept.append(asset)
+        assets[:] = kept  # in place: handlers after this one may still add assets
+
+
+def _drop_cdn_links(app, pagename, templatename, context, doctree):
+    body = context.get("body")
+    if body and "awesome" in body:
+        context["body"] = _CDN_FONT_AWESOME.sub("", body)
+
+
+def setup(app):
+    app.connect("config-inited", _defaults)
+    app.add_css_file("engine-site.css")
+    # before the themes' handlers: html-page-context stops at the first that returns
+    # a template name
+    app.connect("html-page-context", _dedupe_assets, priority=450)
+    app.connect("html-page-context", _drop_cdn_links, priority=450)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

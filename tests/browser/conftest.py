@@ -1,0 +1,142 @@
+"""Fixtures for the browser tests: the built site, a local server, headless Chromium.
+
+* `site` builds the book once per session with the README's build command
+  (`jupyter-book build . -W -n --keep-going`, default `_build`, so the execution
+  cache of earlier builds is reused) and returns `_build/html`.
+* `server` serves it with `http.server` on a free localhost port.
+* `browser` is Debian's Chromium (`/usr/bin/chromium`) driven by Playwright. Without
+  it the browser tests SKIP, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
+* `open_page(path, width)` loads a page and records what went wrong on the way:
+  console errors and warnings, page errors, failed requests, HTTP errors, and any
+  request to a host other than localhost (blocked).
+"""
+
+import functools
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from site_pages import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, ROOT  # noqa: F401
+
+
+@pytest.fixture(scope="session")
+def site():
+    """Build the book (README command) and return its `_build/html` folder."""
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    result = subprocess.run(
+        [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800,
+    )
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
+                 if "WARNING" in ln or "ERROR" in ln or "rror" in ln]
+        pytest.fail("the book does not build warning-free:\n" + "\n".join(lines[-40:])
+                    + "\n" + result.stdout[-2000:], pytrace=False)
+    html = ROOT / "_build" / "html"
+    assert (html / "index.html").exists()
+    return html
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    """http://127.0.0.1:<free port>/ serving the built site."""
+    handler = functools.partial(_Quiet, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        reason = (f"{CHROMIUM} is not installed (apt-get install -y chromium; "
+                  ".ci/run installs it)")
+        if os.environ.get("BOOK_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason + " and BOOK_REQUIRE_BROWSER=1", pytrace=False)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots(site):
+    folder = site.parent / "screenshots"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+class LoadedPage:
+    """A loaded page and everything that went wrong while loading it."""
+
+    def __init__(self, page, context):
+        self.page = page
+        self.context = context
+        self.problems = []
+
+    def wait_for_math(self):
+        """Wait until MathJax has typeset the page (when the page has math)."""
+        if not self.page.locator(".math").count():
+            return
+        self.page.wait_for_function(
+            "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
+            timeout=30000)
+        self.page.evaluate("async () => { await window.MathJax.startup.promise; }")
+
+
+@pytest.fixture
+def open_page(browser, server):
+    contexts = []
+
+    def _open(path, viewport=DESKTOP):
+        context = browser.new_context(viewport=viewport, device_scale_factor=1,
+                                      service_workers="block")
+        contexts.append(context)
+        page = context.new_page()
+        loaded = LoadedPage(page, context)
+        local = urlparse(server).netloc
+
+        def route(route_):
+            url = urlparse(route_.request.url)
+            if url.scheme in ("data", "blob") or url.netloc == local:
+                route_.continue_()
+            else:
+                loaded.problems.append(f"request to another host: {route_.request.url}")
+                route_.abort()
+
+        context.route("**/*", route)
+        page.on("console", lambda m: loaded.problems.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning") else None)
+        page.on("pageerror", lambda e: loaded.problems.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r: loaded.problems.append(
+            f"request failed: {r.url} ({r.failure})")
+            if urlparse(r.url).netloc == local else None)
+        page.on("response", lambda r: loaded.problems.append(f"HTTP {r.status}: {r.url}")
+                if r.status >= 400 else None)
+        page.goto(server + path, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        return loaded
+
+    yield _open
+    for context in contexts:
+        context.close()

@@ -1,0 +1,209 @@
+"""The built site, in headless Chromium, page by page from the table of contents.
+
+Every page loads with no console error or warning, no failed request and no
+request off localhost; math is typeset; every image loads; the page fits a 375 px
+phone with no horizontal scroll; search finds each chapter by a word of its body;
+the download menu's .ipynb is a valid executed notebook; every interactive player
+(matplotlib `to_jshtml`, made by `engine.figures.interactive`) changes when its
+"Next frame" button is clicked. Screenshots of each page at desktop and phone width
+are kept in `_build/screenshots/`.
+"""
+
+import io
+import re
+import zipfile
+from urllib.parse import urljoin
+
+import nbformat
+import pytest
+
+from site_pages import DESKTOP, PHONE, chapter_docnames, page_id, toc_docnames
+
+pytestmark = pytest.mark.browser
+
+PAGES = toc_docnames()
+CHAPTERS = chapter_docnames()
+
+
+def _url(docname):
+    return f"{docname}.html"
+
+
+# text of the article without code, scripts or typeset math: what is left of
+# math delimiters there is math MathJax did not typeset
+ARTICLE_TEXT = """() => {
+  const main = document.querySelector('article') || document.querySelector('main') || document.body;
+  const copy = main.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .animation,'
+                        + ' .engine-interactive, .output').forEach(n => n.remove());
+  return copy.innerText;
+}"""
+
+
+@pytest.mark.parametrize("docname", PAGES, ids=page_id)
+def test_page_loads_clean_and_fits_a_phone(open_page, screenshots, docname):
+    loaded = open_page(_url(docname))
+    loaded.wait_for_math()
+    loaded.page.screenshot(path=str(screenshots / f"{page_id(docname)}-desktop.png"),
+                           full_page=True)
+    assert not loaded.problems, "\n".join(loaded.problems)
+
+    phone = open_page(_url(docname), PHONE)
+    phone.wait_for_math()
+    phone.page.screenshot(path=str(screenshots / f"{page_id(docname)}-phone.png"),
+                          full_page=True)
+    assert not phone.problems, "\n".join(phone.problems)
+    widths = phone.page.evaluate(
+        "() => ({doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,"
+        " view: window.innerWidth})")
+    assert widths["doc"] <= widths["view"] and widths["body"] <= widths["view"], (
+        f"horizontal scroll at {PHONE['width']} px: {widths}")
+    # the article's text wraps: no element of the article sticks out of the viewport
+    # unless it sits in something that scrolls on its own (code, tables, players)
+    wide = phone.page.evaluate("""() => {
+      const out = [];
+      const main = document.querySelector('article') || document.body;
+      const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) {
+          const s = getComputedStyle(p); if (s.overflowX === 'auto' || s.overflowX === 'scroll'
+          || s.overflowX === 'hidden') return true; } return false; };
+      for (const el of main.querySelectorAll('p, li, h1, h2, h3, dt, dd, img, figure')) {
+        const r = el.getBoundingClientRect();
+        if (r.width && r.right > window.innerWidth + 1 && !scrolls(el))
+          out.push(el.tagName + ': ' + (el.innerText || el.src || '').slice(0, 60));
+      }
+      return out;
+    }""")
+    assert not wide, f"sticks out at {PHONE['width']} px: {wide[:5]}"
+
+
+@pytest.mark.parametrize("docname", PAGES, ids=page_id)
+def test_math_is_typeset(open_page, docname):
+    loaded = open_page(_url(docname))
+    loaded.wait_for_math()
+    page = loaded.page
+    math = page.locator(".math").count()
+    untypeset = page.evaluate(
+        "() => [...document.querySelectorAll('.math')].filter("
+        "  m => !m.querySelector('mjx-container') && m.tagName !== 'MJX-CONTAINER').length")
+    assert untypeset == 0, f"{untypeset} of {math} math elements were not typeset"
+    if math:
+        assert page.locator("mjx-container").count() >= math
+    text = page.evaluate(ARTICLE_TEXT)
+    raw = re.findall(r"\\\(|\\\)|\\\[|\\\]|\$\$|(?<![\w$])\$[^$\s][^$\n]*\$", text)
+    assert not raw, f"raw math left in the text: {raw[:5]}"
+
+
+@pytest.mark.parametrize("docname", PAGES, ids=page_id)
+def test_every_image_loads(open_page, docname):
+    loaded = open_page(_url(docname))
+    page = loaded.page
+    page.evaluate("async () => { for (const img of document.images) {"
+                  " img.loading = 'eager'; try { await img.decode(); } catch (e) {} } }")
+    broken = page.evaluate(
+        "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))"
+        ".map(i => i.getAttribute('src') ? i.getAttribute('src').slice(0, 80) : i.id)")
+    # a to_jshtml player's <img> gets its frame from JavaScript: it must have one too
+    assert not broken, f"images that did not load: {broken}"
+    assert not loaded.problems, "\n".join(loaded.problems)
+
+
+def _body_word(page):
+    """A long word of the chapter's prose that is not in its title (deterministic)."""
+    title = page.evaluate("() => (document.querySelector('article h1') || {}).innerText || ''")
+    text = page.evaluate(
+        "() => [...document.querySelectorAll('article section p')].map(p => p.innerText)"
+        ".join(' ')")
+    words = [w for w in re.findall(r"[A-Za-z]{7,}", text) if w.lower() not in title.lower()]
+    if not words:
+        return None
+    counts = {}
+    for w in words:
+        counts[w.lower()] = counts.get(w.lower(), 0) + 1
+    return max(sorted(counts), key=lambda w: (len(w), counts[w]))
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_search_finds_the_chapter(open_page, docname):
+    chapter = open_page(_url(docname))
+    word = _body_word(chapter.page)
+    if word is None:
+        pytest.skip(f"{docname} has no prose paragraph yet")
+    loaded = open_page(f"search.html?q={word}")
+    page = loaded.page
+    page.wait_for_selector("#search-results ul.search li, #search-results p",
+                           timeout=20000)
+    page.wait_for_function(
+        "() => !document.querySelector('#search-progress') ||"
+        " document.querySelector('#search-progress').innerText.trim() !== 'Preparing search...'",
+        timeout=20000)
+    links = page.evaluate(
+        "() => [...document.querySelectorAll('#search-results ul.search li a')]"
+        ".map(a => a.getAttribute('href'))")
+    assert any(docname + ".html" in (href or "") for href in links), (
+        f"searching {word!r} did not list {docname}: {links[:10]}")
+    assert not loaded.problems, "\n".join(loaded.problems)
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_download_menu_gives_the_executed_notebook(open_page, docname):
+    loaded = open_page(_url(docname))
+    page = loaded.page
+    page.click("button[aria-label='Download this page']")
+    link = page.locator("a.btn-download-notebook-button")
+    link.wait_for(state="visible", timeout=5000)
+    assert ".ipynb" in link.inner_text()
+    url = urljoin(page.url, link.get_attribute("href"))
+    response = page.request.get(url)
+    assert response.ok, f"{url}: HTTP {response.status}"
+    nb = nbformat.reads(response.text(), as_version=4)
+    nbformat.validate(nb)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code, "the notebook has no code cells"
+    outputs = [o for c in code for o in c.outputs]
+    expected = [c for c in code if "expect" in c.metadata]
+    assert outputs or not expected, "the downloaded notebook has no outputs: not the executed one"
+    assert not any("{literalinclude}" in c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def test_intro_links_the_archive(open_page):
+    loaded = open_page(_url(PAGES[0]))
+    page = loaded.page
+    link = page.locator("a.book-archive")
+    assert link.count() == 1, "the intro has no link to the book's archive"
+    response = page.request.get(urljoin(page.url, link.get_attribute("href")))
+    assert response.ok
+    names = zipfile.ZipFile(io.BytesIO(response.body())).namelist()
+    top = names[0].split("/")[0]
+    for name in ("requirements.txt", "pyproject.toml", "engine/__init__.py", "README.md"):
+        assert f"{top}/{name}" in names
+    notebooks = [n for n in names if n.endswith(".ipynb")]
+    assert len(notebooks) == len(CHAPTERS), notebooks
+
+
+PLAYERS_SEEN = []
+
+
+@pytest.mark.parametrize("docname", PAGES, ids=page_id)
+def test_interactive_players_respond(open_page, screenshots, docname):
+    loaded = open_page(_url(docname))
+    page = loaded.page
+    players = page.locator("div.animation")
+    count = players.count()
+    PLAYERS_SEEN.append(count)
+    for i in range(count):
+        player = players.nth(i)
+        player.scroll_into_view_if_needed()
+        page.wait_for_timeout(100)
+        before = player.screenshot(path=str(screenshots / f"{page_id(docname)}-player{i}-0.png"))
+        player.locator("button[title='Next frame']").click()
+        page.wait_for_timeout(200)
+        after = player.screenshot(path=str(screenshots / f"{page_id(docname)}-player{i}-1.png"))
+        assert before != after, f"player {i} of {docname} did not change on 'Next frame'"
+    assert not loaded.problems, "\n".join(loaded.problems)
+
+
+def test_the_book_has_interactive_players():
+    if not PLAYERS_SEEN:
+        pytest.skip("the player tests did not run")
+    if sum(PLAYERS_SEEN) == 0:
+        pytest.skip("no page has an interactive figure yet")
