@@ -307,6 +307,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
                     new_cell["attachments"] = used
                 pending.append(new_cell)
             chunk.clear()
+            pending.extend(hoisted)  # listings nested in this text come right after it
+            hoisted.clear()
 
         for start, end, kind, payload in replacements:
             if start < cursor:
@@ -326,7 +328,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
             cursor = end + 1
         chunk.extend(lines[cursor:])
         flush()
-        cells.extend(pending + hoisted)
+        cells.extend(pending)
     nb.cells = cells
     for cell in nb.cells:  # unique ids for the cells made here
         cell.pop("id", None)

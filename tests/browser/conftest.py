@@ -15,33 +15,21 @@ import functools
 import http.server
 import os
 import shutil
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from site_pages import CHROMIUM, CHROMIUM_ARGS, DESKTOP, PHONE, ROOT  # noqa: F401
+from site_pages import CHROMIUM, CHROMIUM_ARGS, DESKTOP, BuildFailed, build_site
 
 
 @pytest.fixture(scope="session")
 def site():
     """Build the book (README command) and return its `_build/html` folder."""
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    result = subprocess.run(
-        [str(jupyter_book), "build", ".", "-W", "-n", "--keep-going"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800,
-    )
-    if result.returncode != 0:
-        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
-                 if "WARNING" in ln or "ERROR" in ln or "rror" in ln]
-        pytest.fail("the book does not build warning-free:\n" + "\n".join(lines[-40:])
-                    + "\n" + result.stdout[-2000:], pytrace=False)
-    html = ROOT / "_build" / "html"
-    assert (html / "index.html").exists()
-    return html
+    try:
+        return build_site()
+    except BuildFailed as error:
+        pytest.fail(str(error), pytrace=False)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

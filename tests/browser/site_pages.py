@@ -1,5 +1,6 @@
 """Helpers shared by the browser tests (not a conftest, so tests can import it)."""
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,3 +32,29 @@ def page_id(docname):
     return docname.replace("/", "-")
 
 
+
+
+BUILD_COMMAND = ["jupyter-book", "build", ".", "-W", "-n", "--keep-going"]  # the README's
+_BUILT = {}
+
+
+class BuildFailed(Exception):
+    pass
+
+
+def build_site(root=ROOT):
+    """Build the book once per process with the README's command; return `_build/html`."""
+    root = Path(root)
+    if root in _BUILT:
+        return _BUILT[root]
+    command = [str(Path(sys.executable).parent / BUILD_COMMAND[0])] + BUILD_COMMAND[1:]
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=1800)
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
+                 if "WARNING" in ln or "ERROR" in ln or "rror" in ln]
+        raise BuildFailed("the book does not build warning-free:\n" + "\n".join(lines[-40:])
+                          + "\n" + result.stdout[-2000:])
+    html = root / "_build" / "html"
+    assert (html / "index.html").exists()
+    _BUILT[root] = html
+    return html

@@ -1,0 +1,221 @@
+"""The execution report, and the build-time check that fails on an unverified chapter.
+
+A throwaway book with the book's own extensions (book/_ext) and two chapters:
+`good` (every printed output has a matching `expect:`, a figure, an interactive
+player, an engine listing) and `bad` (one cell prints without `expect:`, one
+prints something else than its `expect:`). Building it must fail with warnings
+that name `book/bad.md:<line of the cell>`; building it again unchanged must fail
+again (Sphinx re-reads nothing then, so the check must not ride on re-reading);
+once `bad` is fixed the build passes and the report page shows each chapter's
+numbers.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """\
+title: report probe
+only_build_toc_files: true
+exclude_patterns: [_build, engine]
+execute:
+  execute_notebooks: cache
+  stderr_output: warn
+  timeout: 60
+sphinx:
+  local_extensions:
+    engine_cache: book/_ext
+    notebooks: book/_ext
+    report: book/_ext
+    site_polish: book/_ext
+  config:
+    nitpicky: true
+"""
+
+TOC = """\
+format: jb-book
+root: book/intro
+chapters:
+  - file: book/good
+  - file: book/bad
+  - file: book/report
+"""
+
+FRONT = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+GOOD = FRONT + """
+# Good
+
+```{code-cell} ipython3
+---
+expect: |
+  x1.grad = [5.5 1.  4. ]
+---
+import numpy as np
+import matplotlib.pyplot as plt
+from myst_nb import glue
+from engine import Tensor
+from engine.figures import interactive
+x1 = Tensor([2, 1, 0.5]); x2 = Tensor([5, 0, 2])
+y = x1.log() + x1 * x2 - x2.sin()
+y.backward()
+print("x1.grad =", np.round(x1.grad, 3))
+```
+
+```{literalinclude} ../engine/tensor.py
+:language: python
+:pyobject: Tensor.__mul__
+```
+
+```{code-cell} ipython3
+fig, ax = plt.subplots(figsize=(3, 2))
+ax.plot([0, 1], [0, 1])
+glue("fig-line", fig, display=False)
+plt.close(fig)
+fig, ax = plt.subplots(figsize=(3, 2))
+line, = ax.plot([0, 1], [0, 0])
+glue("fig-player", interactive(fig, lambda k: line.set_ydata([0, k]), range(3)), display=False)
+```
+
+```{glue:figure} fig-line
+:name: fig-line
+
+A line.
+```
+
+```{glue:figure} fig-player
+:name: fig-player
+
+A player.
+```
+"""
+
+BAD = FRONT + """
+# Bad
+
+```{code-cell} ipython3
+print("no expectation")
+```
+
+```{code-cell} ipython3
+---
+expect: |
+  two = 2
+---
+print("two =", 1 + 2)
+```
+"""
+
+FIXED = BAD.replace('print("no expectation")', "x = 1").replace("1 + 2", "1 + 1")
+
+REPORT = """\
+# Report
+
+```{execution-report}
+```
+
+```{nb-exec-table}
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    book = tmp_path_factory.mktemp("report-book")
+    (book / "book").mkdir()
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (book / "_config.yml").write_text(CONFIG)
+    (book / "_toc.yml").write_text(TOC)
+    (book / "book" / "intro.md").write_text("# Probe\n\n{book-archive}`Everything`\n")
+    (book / "book" / "good.md").write_text(GOOD)
+    (book / "book" / "bad.md").write_text(BAD)
+    (book / "book" / "report.md").write_text(REPORT)
+    # the listing reads the repository's engine; the kernel imports the installed one
+    shutil.copytree(ROOT / "engine", book / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", book)
+    shutil.copy(ROOT / "requirements.txt", book)
+    return book
+
+
+def build(book):
+    result = subprocess.run(
+        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going"],
+        capture_output=True, text=True, timeout=600,
+    )
+    return result.returncode, re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+
+
+def line_of(text, needle):
+    """1-based line of the ```{code-cell} fence of the cell containing `needle`."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if needle in line)
+    return next(i for i in range(at, -1, -1) if lines[i].startswith("```{code-cell}")) + 1
+
+
+def test_unverified_chapter_fails_the_build_at_its_cells(book):
+    code, log = build(book)
+    assert code != 0, log[-3000:]
+    missing = line_of(BAD, 'print("no expectation")')
+    differs = line_of(BAD, "1 + 2")
+    assert re.search(rf"book/bad\.md:{missing}: WARNING: unverified output: cell prints text "
+                     r"but has no expect:", log), log[-3000:]
+    assert re.search(rf"book/bad\.md:{differs}: WARNING: unverified output: printed text "
+                     r"differs from expect:", log), log[-3000:]
+    assert "+two = 3" in log  # the difference is shown
+    assert "good.md" not in " ".join(ln for ln in log.splitlines() if "WARNING" in ln)
+
+
+def test_an_unchanged_rebuild_fails_again(book):
+    code, log = build(book)
+    assert code != 0, "the second build passed although bad.md is still unverified"
+    assert "book/bad.md:" in log
+
+
+def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
+    (book / "book" / "bad.md").write_text(FIXED)
+    code, log = build(book)
+    assert code == 0, log[-3000:]
+    html = (book / "_build" / "html" / "book" / "report.html").read_text()
+    table = html[html.index("engine-report"):]
+    table = table[: table.index("</table>")]
+    rows = [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row)).strip()
+            for row in re.findall(r"<tr.*?</tr>", table, re.S)]
+    good = next(r for r in rows if r.startswith("Good"))
+    bad = next(r for r in rows if r.startswith("Bad"))
+    # chapter, code cells, verified outputs, figures (interactive), time, status, modules
+    assert re.fullmatch(r"Good 2 1 2 \(1\) [\d.]+ all outputs verified "
+                        r"engine\.figures , engine\.tensor", good), good
+    assert re.fullmatch(r"Bad 2 1 0 \(0\) [\d.]+ all outputs verified -", bad), bad
+    assert any(r.startswith("2 chapters 4 2 2 (1)") for r in rows), rows
+    assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
+
+
+def test_download_menu_and_archive(book):
+    html = (book / "_build" / "html" / "book" / "good.html").read_text()
+    assert 'href="../_sources/book/good.ipynb"' in html
+    assert (book / "_build" / "html" / "_sources" / "book" / "good.ipynb").exists()
+    intro = (book / "_build" / "html" / "book" / "intro.html").read_text()
+    assert 'href="../downloads/autodiff-book.zip"' in intro
+    assert (book / "_build" / "html" / "downloads" / "autodiff-book.zip").exists()
