@@ -12,8 +12,8 @@ from .tensor import Tensor
 
 
 def logsumexp(x, axis=-1, keepdims=False):
-    """log sum exp(x) over `axis`, computed as m + log sum exp(x - m) with m the max."""
-    m = np.max(x.data, axis=axis, keepdims=True)  # a constant: the result does not depend on it
+    """log sum exp(x) over `axis`, as m + log sum exp(x - m), m the max."""
+    m = np.max(x.data, axis=axis, keepdims=True)  # a constant (see chapter)
     out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
     return out if keepdims else out.reshape(np.squeeze(m, axis=axis).shape)
 
@@ -24,12 +24,12 @@ def log_softmax(x, axis=-1):
 
 
 def softmax(x, axis=-1):
-    """exp(log_softmax(x)): probabilities, every entry in [0, 1], summing to 1 over `axis`."""
+    """exp(log_softmax(x)): entries in [0, 1] that sum to 1 over `axis`."""
     return log_softmax(x, axis=axis).exp()
 
 
 def _check_targets(logits, targets, ignore_index):
-    """Targets as an int array of shape (N,), with a mask of the ones that count."""
+    """Targets as an int array of shape (N,), and a mask of those kept."""
     if logits.ndim != 2:
         raise ValueError(f"logits must have shape (N, C), got {logits.shape}")
     targets = np.asarray(targets)
@@ -39,29 +39,33 @@ def _check_targets(logits, targets, ignore_index):
     n, c = logits.shape
     if targets.shape != (n,):
         raise ValueError(f"targets of shape {targets.shape} for logits of "
-                         f"shape {logits.shape}: expected shape ({n},), one class per row")
-    kept = targets != ignore_index if ignore_index is not None else np.ones(n, dtype=bool)
+                         f"shape {logits.shape}: expected shape ({n},), "
+                         "one class per row")
+    kept = np.ones(n, dtype=bool)
+    if ignore_index is not None:
+        kept = targets != ignore_index
     bad = kept & ((targets < 0) | (targets >= c))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"target {int(targets[i])} at row {i} is out of range "
-                         f"for {c} classes (valid: 0 to {c - 1})")
+        raise ValueError(f"target {int(targets[i])} at row {i} is out of "
+                         f"range for {c} classes (valid: 0 to {c - 1})")
     return targets.astype(np.intp), kept
 
 
 def _check_reduction(reduction):
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        raise ValueError("reduction must be 'mean', 'sum' or 'none', "
+                         f"got {reduction!r}")
 
 
 def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
-    """Mean (or sum, or per-row) of -log softmax(logits)[i, targets[i]] over kept rows."""
+    """-log softmax(logits)[i, targets[i]] per kept row, then reduced."""
     _check_reduction(reduction)
     targets, kept = _check_targets(logits, targets, ignore_index)
     rows = np.arange(len(targets))
-    safe_targets = np.where(kept, targets, 0)  # ignored rows point anywhere; masked below
-    m = logits.data.max(axis=1, keepdims=True)
-    log_p = logits.data - m - np.log(np.exp(logits.data - m).sum(axis=1, keepdims=True))
+    safe_targets = np.where(kept, targets, 0)  # ignored rows: any valid class
+    shifted = logits.data - logits.data.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     losses = np.where(kept, -log_p[rows, safe_targets], 0.0)
     n_kept = int(kept.sum())
     if reduction == "none":
@@ -77,13 +81,15 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
             weight = weight / max(n_kept, 1)
         onehot = np.zeros_like(log_p)
         onehot[rows, safe_targets] = 1.0
-        return ((np.exp(log_p) - onehot) * weight[:, None],)  # softmax - onehot, per row
+        p = np.exp(log_p)
+        return ((p - onehot) * weight[:, None],)  # softmax - onehot, per row
 
-    return logits._result(np.asarray(loss), (logits,), "cross_entropy", backward_fn)
+    return logits._result(np.asarray(loss), (logits,), "cross_entropy",
+                          backward_fn)
 
 
 def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
-    """The same loss from log-probabilities, by indexing: cross_entropy unfused."""
+    """The same loss from log-probabilities, by indexing: unfused."""
     _check_reduction(reduction)
     targets, kept = _check_targets(log_probs, targets, ignore_index)
     picked = log_probs[np.arange(len(targets)), np.where(kept, targets, 0)]
@@ -93,5 +99,5 @@ def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
     if reduction == "sum":
         return losses.sum()
     if not kept.any():
-        return losses.sum() * 0.0 + np.nan  # nan, as in PyTorch, with a zero gradient
+        return losses.sum() * 0.0 + np.nan  # nan, with a zero gradient
     return losses.sum() / int(kept.sum())

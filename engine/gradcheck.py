@@ -11,7 +11,7 @@ import numpy as np
 
 
 class GradcheckError(RuntimeError):
-    """The engine's gradient disagrees with central differences (as torch's, a RuntimeError)."""
+    """A gradient disagrees with central differences (a RuntimeError)."""
 
 
 def _as_inputs(inputs):
@@ -19,7 +19,8 @@ def _as_inputs(inputs):
 
 
 def numerical_jacobians(f, inputs, eps=1e-6):
-    """One Jacobian per input, (output size) x (input size), by central differences."""
+    """One Jacobian per input, (output size) x (input size), by central
+    differences: two forward passes per input entry."""
     inputs = _as_inputs(inputs)
     jacobians = []
     for x in inputs:
@@ -39,14 +40,14 @@ def numerical_jacobians(f, inputs, eps=1e-6):
 
 
 def analytic_jacobians(f, inputs):
-    """One Jacobian per input, row j from one backward sweep seeded with the unit vector e_j."""
+    """One Jacobian per input; row j from a backward sweep seeded with e_j."""
     inputs = _as_inputs(inputs)
     saved = [x.grad.copy() for x in inputs]
     size = np.size(f(*inputs).data)
     rows = [[] for _ in inputs]
     for j in range(size):
         for x in inputs:
-            x.grad = np.zeros_like(x.data)  # leaves accumulate: start each row from zero
+            x.grad = np.zeros_like(x.data)  # leaves accumulate: start at 0
         y = f(*inputs)
         seed = np.zeros(y.shape)
         seed.flat[j] = 1.0
@@ -55,11 +56,15 @@ def analytic_jacobians(f, inputs):
             rows[k].append(x.grad.ravel().copy())
     for x, grad in zip(inputs, saved):
         x.grad = grad
-    return [np.stack(r) if r else np.zeros((0, np.size(x.data))) for r, x in zip(rows, inputs)]
+    return [np.stack(r) if r else np.zeros((0, np.size(x.data)))
+            for r, x in zip(rows, inputs)]
 
 
 def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
-    """Check every entry of the Jacobian of `f(*inputs)` for each input; True or GradcheckError."""
+    """Compare every Jacobian entry of f(*inputs) with central differences.
+
+    Returns True, or raises GradcheckError naming the worst entry.
+    """
     inputs = _as_inputs(inputs)
     analytic = analytic_jacobians(f, inputs)
     numeric = numerical_jacobians(f, inputs, eps)
@@ -79,6 +84,8 @@ def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     entry = tuple(int(t) for t in np.unravel_index(i, inputs[k].shape))
     output = tuple(int(t) for t in np.unravel_index(j, out_shape))
     raise GradcheckError(
-        f"Jacobian mismatch for input {k} at entry {entry} and output {output}: analytic {a:.6g}, numerical {n:.6g}, "
-        f"|difference| {abs(a - n):.3g} > atol + rtol * |numerical| = {atol + rtol * abs(n):.3g}"
+        f"Jacobian mismatch for input {k} at entry {entry} and output "
+        f"{output}: analytic {a:.6g}, numerical {n:.6g}, |difference| "
+        f"{abs(a - n):.3g} > atol + rtol * |numerical| = "
+        f"{atol + rtol * abs(n):.3g}"
     )

@@ -57,10 +57,11 @@ class Tensor:
         return out
 
     def _pair(self, other, op):
-        """Turn `other` into a Tensor and check that NumPy can broadcast the two shapes."""
+        """Make `other` a Tensor; check that NumPy can broadcast the shapes."""
         if not isinstance(other, Tensor):
-            other = Tensor(other, requires_grad=False)  # a number or array: a constant, not a node
-        broadcast_shape(self.shape, other.shape, op)  # raises a ValueError naming both shapes
+            # a number or an array becomes a constant, not a node
+            other = Tensor(other, requires_grad=False)
+        broadcast_shape(self.shape, other.shape, op)  # or a ValueError
         return other
 
     # -- binary operations ---------------------------------------------------
@@ -113,13 +114,18 @@ class Tensor:
         if not isinstance(other, Tensor):
             other = Tensor(other, requires_grad=False)
         a, b = self.data, other.data
-        if a.ndim == 0 or b.ndim == 0 or a.shape[-1] != b.shape[-2 if b.ndim > 1 else 0]:
-            raise ValueError(f"@: shapes {a.shape} and {b.shape} do not fit: the last axis of "
-                             "the left must equal the second-to-last (or only) axis of the right")
+        fits = a.ndim > 0 and b.ndim > 0  # then the inner lengths must agree
+        fits = fits and a.shape[-1] == b.shape[-2 if b.ndim > 1 else 0]
+        if not fits:
+            raise ValueError(
+                f"@: shapes {a.shape} and {b.shape} do not fit: the last axis of "
+                "the left must equal the second-to-last (or only) axis of the right"
+            )
         broadcast_shape(a.shape[:-2], b.shape[:-2], "@ (batch axes)")
 
         def backward_fn(y_bar):
-            # NumPy reads a 1-D left operand as a row (1, k), a 1-D right one as a column (k, 1)
+            # NumPy reads a 1-D left operand as a row (1, k),
+            # and a 1-D right operand as a column (k, 1)
             a2 = a[None, :] if a.ndim == 1 else a
             b2 = b[:, None] if b.ndim == 1 else b
             y_bar2 = y_bar[..., None] if b.ndim == 1 else y_bar
@@ -135,7 +141,8 @@ class Tensor:
     def __rmatmul__(self, other):
         return Tensor(other, requires_grad=False) @ self
 
-    __array_ufunc__ = None  # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
+    # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
+    __array_ufunc__ = None
 
     # -- unary operations ----------------------------------------------------
 
@@ -219,15 +226,15 @@ class Tensor:
 
         def backward_fn(y_bar):
             if not keepdims:
-                y_bar = np.expand_dims(y_bar, axes)  # put the summed axes back, length 1
+                y_bar = np.expand_dims(y_bar, axes)  # summed axes back, length 1
             return (np.broadcast_to(y_bar, shape),)  # every entry counted once
 
-        return self._result(self.data.sum(axis=axes, keepdims=keepdims), (self,), "sum",
-                            backward_fn)
+        y = self.data.sum(axis=axes, keepdims=keepdims)
+        return self._result(y, (self,), "sum", backward_fn)
 
     def mean(self, axis=None, keepdims=False):
         axes = _axes(axis, self.data.ndim)
-        count = int(np.prod([self.shape[i] for i in axes]))  # entries averaged per result
+        count = int(np.prod([self.shape[i] for i in axes]))  # entries per mean
         return self.sum(axis=axes, keepdims=keepdims) / count
 
     def max(self, axis=None, keepdims=False):
@@ -237,7 +244,7 @@ class Tensor:
         def backward_fn(y_bar):
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)
-            is_max = self.data == y  # ties share the gradient evenly, as torch.amax
+            is_max = self.data == y  # ties share y_bar evenly, as torch.amax
             return (is_max * y_bar / is_max.sum(axis=axes, keepdims=True),)
 
         data = y if keepdims else np.squeeze(y, axis=axes)
@@ -250,22 +257,28 @@ class Tensor:
         return self.data.ndim
 
     def reshape(self, *shape):
-        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]  # reshape((2, 3)) as well as reshape(2, 3)
         old_shape = self.shape
 
         def backward_fn(y_bar):
             return (y_bar.reshape(old_shape),)
 
-        return self._result(self.data.reshape(shape), (self,), "reshape", backward_fn)
+        y = self.data.reshape(shape)
+        return self._result(y, (self,), "reshape", backward_fn)
 
     def transpose(self, *axes):
-        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        axes = tuple(range(self.data.ndim))[::-1] if axes in ((), None) else tuple(axes)
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]  # transpose((1, 0)) as well as transpose(1, 0)
+        if axes in ((), None):
+            axes = tuple(range(self.data.ndim))[::-1]  # reverse, like .T
+        axes = tuple(axes)
 
         def backward_fn(y_bar):
             return (y_bar.transpose(np.argsort(axes)),)  # the inverse permutation
 
-        return self._result(self.data.transpose(axes), (self,), "transpose", backward_fn)
+        y = self.data.transpose(axes)
+        return self._result(y, (self,), "transpose", backward_fn)
 
     @property
     def T(self):
@@ -278,7 +291,7 @@ class Tensor:
 
         def backward_fn(y_bar):
             x_bar = np.zeros(shape)
-            np.add.at(x_bar, index, y_bar)  # repeated indices accumulate, never overwrite
+            np.add.at(x_bar, index, y_bar)  # repeated indices accumulate
             return (x_bar,)
 
         return self._result(self.data[index], (self,), "index", backward_fn)
@@ -339,7 +352,7 @@ class Tensor:
 
 
 def _axes(axis, ndim):
-    """`axis` (None, an int or a tuple, negatives allowed) as a sorted tuple of axes."""
+    """`axis` (None, an int or a tuple; negatives allowed) as sorted axes."""
     if axis is None:
         return tuple(range(ndim))
     return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
