@@ -136,3 +136,22 @@ def test_bad_targets_raise_naming_the_problem(loss):
         loss(Tensor(np.zeros(4)), [1])
     with pytest.raises(ValueError, match="reduction must be"):
         loss(logits, [0, 1, 2], reduction="average")
+
+
+@FAST
+@given(case=classification(), mask_seed=st.integers(0, 2**16))
+def test_ignored_rows_get_no_gradient_and_mean_counts_kept_rows_only(case, mask_seed):
+    logits, targets = case
+    ignored = np.random.default_rng(mask_seed).random(len(targets)) < 0.4
+    marked = np.where(ignored, -100, targets)
+    per_row = cross_entropy(logits, marked, reduction="none", ignore_index=-100).data
+    assert np.all(per_row[ignored] == 0.0)
+    mean = cross_entropy(logits, marked, ignore_index=-100)
+    if ignored.all():
+        assert np.isnan(mean.data)
+    else:
+        np.testing.assert_allclose(mean.data, per_row[~ignored].mean(), rtol=1e-12)
+    mean.backward()
+    assert np.all(logits.grad[ignored] == 0.0)
+    if not ignored.all():
+        assert gradcheck(lambda z: cross_entropy(z, marked, ignore_index=-100), [logits])
