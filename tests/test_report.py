@@ -124,9 +124,26 @@ expect: |
 ---
 print("two =", 1 + 2)
 ```
+
+```{code-cell} ipython3
+import matplotlib
+matplotlib.use("Agg")  # takes IPython's PNG formatter away: the glue gets text only
+import matplotlib.pyplot as plt
+from myst_nb import glue
+fig, ax = plt.subplots()
+glue("fig-text", fig, display=False)
+plt.close(fig)
+```
+
+```{glue:figure} fig-text
+:name: fig-text
+
+No image.
+```
 """
 
-FIXED = BAD.replace('print("no expectation")', "x = 1").replace("1 + 2", "1 + 1")
+FIXED = (BAD.replace('print("no expectation")', "x = 1").replace("1 + 2", "1 + 1")
+         .replace('matplotlib.use("Agg")', "pass"))
 
 REPORT = """\
 # Report
@@ -184,6 +201,9 @@ def test_unverified_chapter_fails_the_build_at_its_cells(book):
     assert re.search(rf"book/bad\.md:{differs}: WARNING: unverified output: printed text "
                      r"differs from expect:", log), log[-3000:]
     assert "+two = 3" in log  # the difference is shown
+    agg = line_of(BAD, 'matplotlib.use("Agg")')
+    assert re.search(rf"book/bad\.md:{agg}: WARNING: figure without an image: glued value "
+                     r"'fig-text' shows only its text '<Figure size", log), log[-3000:]
     assert "good.md" not in " ".join(ln for ln in log.splitlines() if "WARNING" in ln)
 
 
@@ -207,8 +227,8 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
     # chapter, code cells, verified outputs, figures (interactive), time, status, modules
     assert re.fullmatch(r"Good 2 1 2 \(1\) [\d.]+ all outputs verified "
                         r"engine\.figures , engine\.tensor", good), good
-    assert re.fullmatch(r"Bad 2 1 0 \(0\) [\d.]+ all outputs verified -", bad), bad
-    assert any(r.startswith("2 chapters 4 2 2 (1)") for r in rows), rows
+    assert re.fullmatch(r"Bad 3 1 1 \(0\) [\d.]+ all outputs verified -", bad), bad
+    assert any(r.startswith("2 chapters 5 2 3 (1)") for r in rows), rows
     assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
 
 

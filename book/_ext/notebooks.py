@@ -497,9 +497,10 @@ def executed_notebook(app, docname):
         glue_path = path.with_name(path.name[: -len(".ipynb")] + ".glue.json")
         if glue_path.exists():
             glue = json.loads(glue_path.read_text())
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             for key, output in extract_glue_data_cell(cell):
+                output.setdefault("metadata", {})["engine_cell_index"] = index
                 glue[key] = output
     return nb, glue
 

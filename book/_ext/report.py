@@ -58,6 +58,32 @@ def failures(nb):
     return found
 
 
+_OBJECT_REPR = re.compile(r"^<(Figure size |matplotlib\.|[\w.]+ object at 0x)")
+
+
+def textless_figures(nb, glue):
+    """[(cell index or None, what)] for figures that reach the page as a repr, no image.
+
+    E.g. `<Figure size 800x260 with 2 Axes>` where the PNG should be: the figure
+    was displayed or glued after `matplotlib.use("Agg")` took IPython's image
+    formatter away. The verifier reads only stdout and results, so this is checked
+    here, on display outputs and glued values.
+    """
+    found = []
+    outputs = [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+               for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
+    outputs += [(o.get("metadata", {}).get("engine_cell_index"), o) for o in glue.values()]
+    for index, output in outputs:
+        data = output.get("data", {})
+        text = data.get("text/plain", "")
+        text = "".join(text) if isinstance(text, list) else text
+        if set(data) <= {"text/plain"} and _OBJECT_REPR.match(text.strip()):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            found.append((index, (f"glued value {name!r}" if name else "a displayed output")
+                          + f" shows only its text {text.strip()!r}, no image"))
+    return found
+
+
 def _is_image(data):
     return any(k.startswith("image/") for k in data)
 
@@ -156,7 +182,7 @@ def notebook_docnames(env):
 def check_chapters(app, env):
     """Warn, at the cell's fence line, for every unverified output of every chapter."""
     for docname in notebook_docnames(env):
-        nb, _ = executed_notebook(app, docname)
+        nb, glue = executed_notebook(app, docname)
         if nb is None:
             continue
         for cell, failure in failures(nb):
@@ -164,6 +190,12 @@ def check_chapters(app, env):
             LOGGER.warning(f"unverified output: {failure.what}{detail}",
                            location=(docname, cell.line or None), type="engine",
                            subtype="unverified")
+        lines = {cell.index: cell.line for cell in code_cells(nb)}
+        for index, what in textless_figures(nb, glue):
+            LOGGER.warning(f"figure without an image: {what} (was matplotlib's backend "
+                           "switched, e.g. matplotlib.use(\"Agg\"), before it was shown?)",
+                           location=(docname, lines.get(index) or None), type="engine",
+                           subtype="figure")
 
 
 def always_reread_report(app, env, added, changed, removed):

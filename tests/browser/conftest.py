@@ -92,39 +92,67 @@ class LoadedPage:
         self.page.evaluate("async () => { await window.MathJax.startup.promise; }")
 
 
+def _load(browser, server, path, viewport):
+    context = browser.new_context(viewport=viewport, device_scale_factor=1,
+                                  service_workers="block")
+    page = context.new_page()
+    loaded = LoadedPage(page, context)
+    local = urlparse(server).netloc
+
+    def route(route_):
+        url = urlparse(route_.request.url)
+        if url.scheme in ("data", "blob") or url.netloc == local:
+            route_.continue_()
+        else:
+            loaded.problems.append(f"request to another host: {route_.request.url}")
+            route_.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda m: loaded.problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: loaded.problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: loaded.problems.append(
+        f"request failed: {r.url} ({r.failure})")
+        if urlparse(r.url).netloc == local else None)
+    page.on("response", lambda r: loaded.problems.append(f"HTTP {r.status}: {r.url}")
+            if r.status >= 400 else None)
+    page.goto(server + path, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    loaded.wait_for_math()
+    return loaded
+
+
 @pytest.fixture
 def open_page(browser, server):
+    """Load a page in a fresh browser context (closed after the test)."""
     contexts = []
 
     def _open(path, viewport=DESKTOP):
-        context = browser.new_context(viewport=viewport, device_scale_factor=1,
-                                      service_workers="block")
-        contexts.append(context)
-        page = context.new_page()
-        loaded = LoadedPage(page, context)
-        local = urlparse(server).netloc
-
-        def route(route_):
-            url = urlparse(route_.request.url)
-            if url.scheme in ("data", "blob") or url.netloc == local:
-                route_.continue_()
-            else:
-                loaded.problems.append(f"request to another host: {route_.request.url}")
-                route_.abort()
-
-        context.route("**/*", route)
-        page.on("console", lambda m: loaded.problems.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning") else None)
-        page.on("pageerror", lambda e: loaded.problems.append(f"page error: {e}"))
-        page.on("requestfailed", lambda r: loaded.problems.append(
-            f"request failed: {r.url} ({r.failure})")
-            if urlparse(r.url).netloc == local else None)
-        page.on("response", lambda r: loaded.problems.append(f"HTTP {r.status}: {r.url}")
-                if r.status >= 400 else None)
-        page.goto(server + path, wait_until="load")
-        page.wait_for_load_state("networkidle")
+        loaded = _load(browser, server, path, viewport)
+        contexts.append(loaded.context)
         return loaded
 
     yield _open
     for context in contexts:
         context.close()
+
+
+@pytest.fixture(scope="session")
+def book_page(browser, server):
+    """A page of the book, loaded once per session and viewport and shared by the tests.
+
+    Typesetting math takes a second or two per load on a small machine, so each
+    page is loaded once at desktop and once at phone width; the problems list keeps
+    growing with whatever a later test's clicks cause.
+    """
+    cache = {}
+
+    def _get(docname, viewport=DESKTOP):
+        key = (docname, viewport["width"])
+        if key not in cache:
+            cache[key] = _load(browser, server, f"{docname}.html", viewport)
+        return cache[key]
+
+    yield _get
+    for loaded in cache.values():
+        loaded.context.close()

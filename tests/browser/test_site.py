@@ -41,15 +41,13 @@ ARTICLE_TEXT = """() => {
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_page_loads_clean_and_fits_a_phone(open_page, screenshots, docname):
-    loaded = open_page(_url(docname))
-    loaded.wait_for_math()
+def test_page_loads_clean_and_fits_a_phone(book_page, screenshots, docname):
+    loaded = book_page(docname)
     loaded.page.screenshot(path=str(screenshots / f"{page_id(docname)}-desktop.png"),
                            full_page=True)
     assert not loaded.problems, "\n".join(loaded.problems)
 
-    phone = open_page(_url(docname), PHONE)
-    phone.wait_for_math()
+    phone = book_page(docname, PHONE)
     phone.page.screenshot(path=str(screenshots / f"{page_id(docname)}-phone.png"),
                           full_page=True)
     assert not phone.problems, "\n".join(phone.problems)
@@ -77,9 +75,8 @@ def test_page_loads_clean_and_fits_a_phone(open_page, screenshots, docname):
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_math_is_typeset(open_page, docname):
-    loaded = open_page(_url(docname))
-    loaded.wait_for_math()
+def test_math_is_typeset(book_page, docname):
+    loaded = book_page(docname)
     page = loaded.page
     math = page.locator(".math").count()
     untypeset = page.evaluate(
@@ -88,14 +85,18 @@ def test_math_is_typeset(open_page, docname):
     assert untypeset == 0, f"{untypeset} of {math} math elements were not typeset"
     if math:
         assert page.locator("mjx-container").count() >= math
+    errors = page.locator("mjx-merror").count()
+    assert errors == 0, f"MathJax could not typeset {errors} formula(s)"
     text = page.evaluate(ARTICLE_TEXT)
-    raw = re.findall(r"\\\(|\\\)|\\\[|\\\]|\$\$|(?<![\w$])\$[^$\s][^$\n]*\$", text)
-    assert not raw, f"raw math left in the text: {raw[:5]}"
+    # outside code and typeset math, prose has no dollar sign and no TeX command
+    raw = [text[max(0, m.start() - 40):m.end() + 40].replace("\n", " ")
+           for m in re.finditer(r"\$|\\[A-Za-z]+|\\[()\[\]]", text)]
+    assert not raw, "raw math left in the text:\n" + "\n".join(raw[:8])
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_every_image_loads(open_page, docname):
-    loaded = open_page(_url(docname))
+def test_every_image_loads(book_page, docname):
+    loaded = book_page(docname)
     page = loaded.page
     page.evaluate("async () => { for (const img of document.images) {"
                   " img.loading = 'eager'; try { await img.decode(); } catch (e) {} } }")
@@ -104,6 +105,11 @@ def test_every_image_loads(open_page, docname):
         ".map(i => i.getAttribute('src') ? i.getAttribute('src').slice(0, 80) : i.id)")
     # a to_jshtml player's <img> gets its frame from JavaScript: it must have one too
     assert not broken, f"images that did not load: {broken}"
+    reprs = page.evaluate(
+        "() => [...document.querySelectorAll('.output.text_plain, figure pre')]"
+        ".map(e => e.innerText.trim()).filter(t => /^<(Figure size |matplotlib[.])|"
+        " object at 0x[0-9a-f]+>/.test(t))")
+    assert not reprs, f"figures that reached the page as text, not as an image: {reprs}"
     assert not loaded.problems, "\n".join(loaded.problems)
 
 
@@ -123,8 +129,8 @@ def _body_word(page):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_search_finds_the_chapter(open_page, docname):
-    chapter = open_page(_url(docname))
+def test_search_finds_the_chapter(book_page, open_page, docname):
+    chapter = book_page(docname)
     word = _body_word(chapter.page)
     if word is None:
         pytest.skip(f"{docname} has no prose paragraph yet")
@@ -145,14 +151,15 @@ def test_search_finds_the_chapter(open_page, docname):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_download_menu_gives_the_executed_notebook(open_page, docname):
-    loaded = open_page(_url(docname))
+def test_download_menu_gives_the_executed_notebook(book_page, docname):
+    loaded = book_page(docname)
     page = loaded.page
     page.click("button[aria-label='Download this page']")
     link = page.locator("a.btn-download-notebook-button")
     link.wait_for(state="visible", timeout=5000)
     assert ".ipynb" in link.inner_text()
     url = urljoin(page.url, link.get_attribute("href"))
+    page.keyboard.press("Escape")  # close the menu again: later tests share this page
     response = page.request.get(url)
     assert response.ok, f"{url}: HTTP {response.status}"
     nb = nbformat.reads(response.text(), as_version=4)
@@ -165,8 +172,8 @@ def test_download_menu_gives_the_executed_notebook(open_page, docname):
     assert not any("{literalinclude}" in c.source for c in nb.cells if c.cell_type == "markdown")
 
 
-def test_intro_links_the_archive(open_page):
-    loaded = open_page(_url(PAGES[0]))
+def test_intro_links_the_archive(book_page):
+    loaded = book_page(PAGES[0])
     page = loaded.page
     link = page.locator("a.book-archive")
     assert link.count() == 1, "the intro has no link to the book's archive"
@@ -184,8 +191,8 @@ PLAYERS_SEEN = []
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_interactive_players_respond(open_page, screenshots, docname):
-    loaded = open_page(_url(docname))
+def test_interactive_players_respond(book_page, screenshots, docname):
+    loaded = book_page(docname)
     page = loaded.page
     players = page.locator("div.animation")
     count = players.count()
