@@ -43,13 +43,15 @@ def interactive(fig, draw, frames, still=None, interval=900, alt=""):
     from matplotlib.animation import FuncAnimation
 
     frames = list(frames)
+    # The still first: once an animation exists, any canvas.draw() (draw_graph makes one)
+    # would also fire the animation's first-frame handler and paint frame 0 over it.
+    draw(frames[-1] if still is None else still)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
     html = animation.to_jshtml(default_mode="once")
     if alt:
         html = f'<div class="engine-interactive" role="figure" aria-label="{alt}">{html}</div>'
-    draw(frames[-1] if still is None else still)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return Interactive(html, buffer.getvalue())
 
