@@ -226,7 +226,7 @@ class ExecutionReport(SphinxDirective):
 
 
 COLUMNS = ["Chapter", "Code cells", "Verified outputs", "Figures (interactive)",
-           "Run time (s)", "Status", "Engine modules"]
+           "Run time (s)", "Status", "Engine modules (engine.*)"]
 
 
 def _entry(*children):
@@ -264,12 +264,13 @@ def _table(app, env, docname):
         link = pending_xref(refdoc=docname, reftype="doc", refdomain="std", refexplicit=False,
                             reftarget="/" + row["docname"], refwarn=True, classes=["xref", "doc"])
         link += nodes.inline(text=row["docname"])
-        status = ("all outputs verified" if row["unverified"] == 0
+        status = ("verified" if row["unverified"] == 0
                   else f"{row['unverified']} cell(s) unverified")
         if row["succeeded"] is False:
             status = "execution failed"
         runtime = "-" if row["runtime"] is None else f"{row['runtime']:.2f}"
-        modules = [nodes.literal(text=m) for m in row["modules"]] or ["-"]
+        modules = [nodes.literal(text=m.split(".", 1)[1] if "." in m else m)
+                   for m in row["modules"]] or ["-"]
         joined = []
         for i, m in enumerate(modules):
             joined += ([", "] if i else []) + [m]
