@@ -24,41 +24,41 @@ import numpy as np
 class VersionedArray(np.ndarray):
     """A NumPy array that counts its in-place changes.
 
-    Every write that NumPy routes through the array (`a[...] = v`, `a += v`,
-    `np.add(b, c, out=a)`, `np.add.at(a, i, v)`, `a.fill(v)`) adds one to
-    `a.version`. Views share their base's counter (a write through `a[1:3]` or
-    `a.T` changes `a`), copies start their own. Writes that bypass the array's
-    methods are not seen: `np.copyto(a, v)`, `a.flat[i] = v`, raw buffers.
-    Results of NumPy operations on versioned arrays are versioned arrays with
-    a fresh counter, so an array an operation saves can always be checked.
+    Every write that NumPy routes through the array (`a[...] = v`,
+    `a += v`, `np.add(b, c, out=a)`, `np.add.at(a, i, v)`, `a.fill(v)`)
+    adds one to `a.version`. Views share their base's counter (a write
+    through `a[1:3]` or `a.T` changes `a`), copies start their own. Writes
+    that bypass the array's methods are not seen: `np.copyto(a, v)`,
+    `a.flat[i] = v`, raw buffers. Results of NumPy operations on versioned
+    arrays are versioned arrays with a fresh counter, so an array that an
+    operation saves can always be checked.
     """
 
     def __array_finalize__(self, obj):
         counter = getattr(obj, "_counter", None)
         if counter is None or not np.may_share_memory(self, obj):
             counter = [0]  # a new array: a counter of its own
-        self._counter = counter  # a view: the same list object as its base
+        self._counter = counter  # a view: the same list as its base
 
     @property
     def version(self):
         return self._counter[0]
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        plain = [x.view(np.ndarray) if isinstance(x, VersionedArray) else x for x in inputs]
+        plain = [_plain(x) for x in inputs]
         if out is None and method == "__call__":  # the common case: a new result
             return _versioned(ufunc(*plain, **kwargs))
         written = []
         if out is not None:
             written = [o for o in out if isinstance(o, VersionedArray)]
-            kwargs["out"] = tuple(
-                o.view(np.ndarray) if isinstance(o, VersionedArray) else o for o in out)
+            kwargs["out"] = tuple(_plain(o) for o in out)
         if method == "at" and isinstance(inputs[0], VersionedArray):
-            written.append(inputs[0])  # np.add.at(a, index, v) changes `a` in place
+            written.append(inputs[0])  # np.add.at(a, index, v) changes `a`
         result = getattr(ufunc, method)(*plain, **kwargs)
         for array in written:
             array._counter[0] += 1
-        if out is not None:
-            return out[0] if len(out) == 1 else out  # `a += v` must give back `a` itself
+        if out is not None:  # `a += v` must give back `a` itself
+            return out[0] if len(out) == 1 else out
         if isinstance(result, tuple):
             return tuple(_versioned(r) for r in result)
         return _versioned(result)
@@ -72,7 +72,11 @@ class VersionedArray(np.ndarray):
         self._counter[0] += 1
 
     def __repr__(self):
-        return repr(self.view(np.ndarray))  # prints as the array it is: array([...])
+        return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
+
+
+def _plain(x):
+    return x.view(np.ndarray) if isinstance(x, VersionedArray) else x
 
 
 def _versioned(result):
@@ -134,7 +138,7 @@ def _array_of(value):
 
 
 def record_versions(backward_fn):
-    """(value, version) for every tensor or versioned array the closure saved."""
+    """(value, version) for each tensor or versioned array the closure saved."""
     pairs = []
     for value in captured(backward_fn):
         array = _array_of(value)
@@ -168,28 +172,28 @@ def is_freed(node):
 
 
 def check_saved(node):
-    """Raise if `node`'s graph was freed, or if something its closure saved changed since."""
+    """Raise if `node`'s graph was freed, or if what its closure saved changed."""
     if is_freed(node):
         raise RuntimeError(
-            f"backward through a freed graph: the closure of '{node.op}' and the values it "
-            "saved were released by an earlier backward() to give their memory back. "
-            "Call backward(retain_graph=True) the first time if you need a second sweep, "
-            "or run the forward pass again."
+            f"backward through a freed graph: the closure of '{node.op}' and the "
+            "values it saved were released by an earlier backward() to give their "
+            "memory back. Call backward(retain_graph=True) the first time if you "
+            "need a second sweep, or run the forward pass again."
         )
     for value, saved_version in node.saved_versions:
         array = _array_of(value)
         if array.version != saved_version:
             what = "an array" if isinstance(value, np.ndarray) else "a tensor"
             raise RuntimeError(
-                f"{what} of shape {array.shape} saved by '{node.op}' was changed in place "
-                f"after the forward pass (saved at version {saved_version}, now version "
-                f"{array.version}): its gradient would belong to no forward pass. "
-                "Run the forward pass again after the change, or change a copy instead."
+                f"{what} of shape {array.shape} saved by '{node.op}' was changed "
+                f"in place after the forward pass (saved at version {saved_version}, "
+                f"now version {array.version}): its gradient would belong to no "
+                "forward pass. Run the forward pass again after the change, or "
+                "change a copy instead."
             )
 
-
 def release(node):
-    """Drop `node`'s closure, its parents and what they saved, so their memory can go."""
+    """Drop `node`'s closure and parents, so what they kept can be freed."""
     if node.backward_fn is not None:
         node.backward_fn = None
         node.parents = ()
@@ -200,22 +204,22 @@ def release(node):
 
 
 def checkpoint(segment, x):
-    """`segment(x)`, keeping no graph inside the segment: it is recomputed during backward.
+    """`segment(x)` with no graph inside the segment: backward recomputes it.
 
-    `segment` is a Module (or anything with `parameters()`). Its output is one
-    node whose closure runs the segment again, with recording on, from a copy of
-    `x`, and backpropagates through that fresh graph: the parameters' grads
-    are added there, `x`'s VJP is returned.
+    `segment` is a Module (or anything with `parameters()`). Its output is
+    one node whose closure runs the segment again, with recording on, from
+    a copy of `x`, and backpropagates through that fresh graph: the
+    parameters' grads are added there, `x`'s VJP is returned.
     """
     parameters = tuple(segment.parameters())
     with no_grad():
-        y_data = segment(x).data  # forward without a graph: only the output is kept
+        y_data = segment(x).data  # no graph: only the output is kept
 
     def backward_fn(y_bar):
         x_again = x.detach()
         x_again.requires_grad = x.requires_grad
-        segment(x_again).backward(y_bar)  # recompute, then sweep; adds into parameter grads
-        zeros = [np.zeros_like(p.data) for p in parameters]  # already added just above
+        segment(x_again).backward(y_bar)  # recompute, sweep: adds parameter grads
+        zeros = [np.zeros_like(p.data) for p in parameters]  # added just above
         return (x_again.grad, *zeros)
 
     return x._result(y_data, (x, *parameters), "checkpoint", backward_fn)

@@ -38,7 +38,7 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward(x)")
 
     def named_parameters(self, prefix=""):
-        """(name, parameter) pairs in the order the attributes were set, sub-modules inside."""
+        """(name, parameter) pairs, in the order the attributes were set."""
         pairs = []
         for name, value in vars(self).items():
             if isinstance(value, Parameter):
@@ -98,26 +98,30 @@ class Module:
         return named
 
     def load_state_dict(self, state):
-        """Copy arrays into the parameters and buffers; names and shapes must match exactly."""
+        """Copy arrays into parameters and buffers; names and shapes must match."""
         own = self.state_dict()
-        missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
+        missing = sorted(set(own) - set(state))
+        unexpected = sorted(set(state) - set(own))
         if missing or unexpected:
-            raise KeyError(f"load_state_dict: missing {missing}, unexpected {unexpected}")
+            raise KeyError(f"load_state_dict: missing {missing}, "
+                           f"unexpected {unexpected}")
         for name, array in own.items():
             if np.shape(state[name]) != array.shape:
-                raise ValueError(f"load_state_dict: '{name}' has shape {array.shape} in the "
-                                 f"model and {np.shape(state[name])} in the file")
+                raise ValueError(
+                    f"load_state_dict: '{name}' has shape {array.shape} in the "
+                    f"model and {np.shape(state[name])} in the file")
         for name, p in self.named_parameters():
             p.data[...] = state[name]  # in place: counted by the version counter
         for module_name, module in self._named_modules():
             for name in module.buffers:
-                module.buffers[name] = np.array(state[module_name + name], dtype=np.float64)
+                array = state[module_name + name]
+                module.buffers[name] = np.array(array, dtype=np.float64)
 
     def save(self, path):
         np.savez(path, **self.state_dict())
 
     def load(self, path):
-        with np.load(path, allow_pickle=False) as file:  # arrays only: no code runs on load
+        with np.load(path, allow_pickle=False) as file:  # arrays only, never code
             self.load_state_dict({name: file[name] for name in file.files})
 
 
@@ -135,7 +139,9 @@ class Linear(Module):
         super().__init__()
         bound = 1.0 / np.sqrt(fan_in)
         self.weight = Parameter(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
-        self.bias = Parameter(rng.uniform(-bound, bound, size=fan_out)) if bias else None
+        self.bias = None
+        if bias:
+            self.bias = Parameter(rng.uniform(-bound, bound, size=fan_out))
 
     def forward(self, x):
         y = x @ self.weight

@@ -39,7 +39,7 @@ class SGD(Optimizer):
 
     def step(self):
         for i, p in enumerate(self.params):
-            g = p.grad + self.weight_decay * p.data  # L2 penalty wd/2 |p|^2 in the gradient
+            g = p.grad + self.weight_decay * p.data  # the gradient of wd/2 |p|^2 added
             if self.momentum != 0:
                 if self.buffers[i] is None:
                     self.buffers[i] = np.array(g)  # the first step: the buffer is g
