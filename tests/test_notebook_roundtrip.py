@@ -200,6 +200,9 @@ class Thing:
         out = double(self.v)
         return out
         # -- twice end
+
+    def sum(self):
+        return self.v
 """
 
 MARKDOWN = """\
@@ -225,6 +228,12 @@ pyobject: Thing.twice
 ```
 ````
 
+A method whose name is a builtin's:
+
+```{literalinclude} ../pkg/core.py
+:pyobject: Thing.sum
+```
+
 The imports:
 
 ```{literalinclude} ../pkg/core.py
@@ -248,13 +257,15 @@ Its caption.
 def package(tmp_path):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "core.py").write_text(CORE)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
     (tmp_path / "book").mkdir()
     return tmp_path
 
 
 def convert(root):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from myst_nb import glue\nx = 1"),
+    nb.cells = [nbformat.v4.new_code_cell("from myst_nb import glue\nfrom pkg.core import Thing\nx = 1"),
                 nbformat.v4.new_markdown_cell(MARKDOWN)]
     glue = {"fig-a": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}}}
     out = notebooks.reader_notebook(nb, root / "book" / "chapter.md", root, glue)
@@ -266,20 +277,38 @@ def test_listings_become_runnable_code_cells(package):
     cells = convert(package).cells
     listings = [c for c in cells if LISTING_TAG in c.metadata.get("tags", [])]
     kinds = [(c.cell_type, c.metadata["engine_listing"]["runnable"]) for c in listings]
-    # class, fragment, nested method, imports; the one inside a ```python block is text
-    assert kinds == [("code", True), ("markdown", False), ("code", True), ("code", True)]
-    whole_class, fragment, method, imports = listings
+    # class, fragment, nested method, method `sum`, imports; the one in a ```md block is text
+    assert kinds == [("code", True), ("markdown", False), ("code", True), ("code", True),
+                     ("code", True)]
+    whole_class, fragment, method, builtin_named, imports = listings
     assert whole_class.source.startswith("# Listing: pkg/core.py (Thing)")
     assert "class Thing:" in whole_class.source
-    # running the listing must not leave a second Thing behind: the package's comes back
+    # an earlier cell imported Thing: the package's own class comes back after the listing
     assert whole_class.source.rstrip().endswith(
         "from pkg.core import Thing  # later cells use the package's own definitions")
     assert "```python\nout = double(self.v)\nreturn out\n```" in fragment.source
     assert method.source.splitlines()[1] == "def twice(self):"  # dedented
+    assert method.source.splitlines()[-1].startswith("del twice  # shown, not kept")
+    assert builtin_named.source.splitlines()[-1].startswith("del sum  #")
     assert "from pkg.helpers import double" in imports.source  # relative import made absolute
     assert "{literalinclude} not/a/directive.py" in "".join(c.source for c in cells)
-    for cell in (whole_class, method, imports):
-        compile(cell.source, "listing", "exec")
+
+
+def test_running_the_listings_changes_nothing_later_cells_see(package, monkeypatch):
+    import builtins
+
+    monkeypatch.syspath_prepend(str(package))
+    import pkg.core
+
+    namespace = {}
+    for cell in convert(package).cells:
+        if cell.cell_type == "code":
+            exec(cell.source.replace("from myst_nb import glue", "from not_myst_nb import glue"),
+                 namespace)
+    assert namespace["Thing"] is pkg.core.Thing
+    assert "sum" not in namespace and "twice" not in namespace
+    assert eval("sum([1, 2])", namespace) == 3 and builtins.sum is sum
+    namespace["glue"]("name", 1, display=False)  # the fallback glue runs
 
 
 def test_nested_listing_is_hoisted_after_its_block(package):
@@ -296,7 +325,3 @@ def test_glue_import_falls_back_and_glued_figures_are_attached(package):
     assert figure.attachments["fig-a.png"]["image/png"] == "iVBORw0KGgo="
     assert "![the figure](attachment:fig-a.png)" in figure.source
     assert "*Its caption.*" in figure.source
-    namespace = {}
-    exec(cells[0].source.replace("from myst_nb import glue", "from not_myst_nb import glue"),
-         namespace)  # the fallback itself runs
-    namespace["glue"]("name", 1, display=False)

@@ -175,8 +175,44 @@ def _absolute_imports(code, module):
                   flags=re.M)
 
 
-def listing_cells(path, options, root, label):
-    """Cells for one listing: a runnable code cell, or a Markdown block for a fragment."""
+def bound_names(source):
+    """Names a code cell binds at module level (not inside its functions or classes)."""
+    source = "\n".join(ln for ln in source.splitlines()
+                       if not ln.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+
+    def visit(node):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return names
+
+
+def listing_cells(path, options, root, label, bound=()):
+    """Cells for one listing: a runnable code cell, or a Markdown block for a fragment.
+
+    `bound` holds the names earlier cells bind. Running the listing must not change
+    what later cells see, so each name it defines is given back afterwards: re-imported
+    from the package when an earlier cell had bound it (the listing's copy would be a
+    second, different class or function), deleted when nothing had (a method listed
+    alone, e.g. `Tensor.sum`, would otherwise hide Python's own `sum`).
+    """
     code = read_listing(path, options)
     module = _module_name(path, root)
     what = options.get("pyobject") or ", ".join(
@@ -199,18 +235,26 @@ def listing_cells(path, options, root, label):
     meta["engine_listing"]["runnable"] = True
     code = _absolute_imports(code, module)
     lines = [header + ": the package's own source", code.rstrip("\n")]
+    module_names = set()
     if module:
-        module_names = set()
         try:
             module_names = set(_top_level_names(ast.parse(Path(path).read_text())))
         except (OSError, SyntaxError):
             pass
-        shadowed = [n for n in dict.fromkeys(_top_level_names(tree)) if n in module_names]
-        imports = [n for n in shadowed
-                   if not re.search(rf"^(from|import)\b.*\b{re.escape(n)}\b", code, re.M)]
-        if imports:
-            lines.append(f"from {module} import {', '.join(imports)}"
-                         "  # later cells use the package's own definitions")
+    defined = [node.name for node in tree.body
+               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    defined += [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(t, ast.Name)]
+    defined = list(dict.fromkeys(defined))
+    restore = [n for n in defined if n in bound and n in module_names]
+    forget = [n for n in defined if n not in bound]
+    if restore:
+        lines.append(f"from {module} import {', '.join(restore)}"
+                     "  # later cells use the package's own definitions")
+    if forget:
+        lines.append(f"del {', '.join(forget)}"
+                     "  # shown, not kept: later cells use what they import from the package")
     return [nbformat.v4.new_code_cell("\n".join(lines) + "\n", metadata=meta)]
 
 
@@ -262,8 +306,10 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
     doc_path = Path(doc_path)
     glued = glued_outputs(nb, glue_data)
     cells = []
+    bound = set()  # names the code cells so far bind
     for cell in nb.cells:
         if cell.cell_type == "code":
+            bound |= bound_names(cell.source)
             source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                             flags=re.M)
             cell.source = source
@@ -287,7 +333,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
                     label = target.relative_to(Path(root).resolve()).as_posix()
                 except ValueError:
                     label = target.name
-                new = listing_cells(target, options, root, label)
+                new = listing_cells(target, options, root, label, bound)
                 replacements.append((start, end, "listing", (depth, new, label)))
             elif name in ("glue:figure", "glue", "glue:any"):
                 replacements.append((start, end, "glue", (arg, body)))
