@@ -1,7 +1,8 @@
 """The execution report, and a build that fails on any unverified chapter.
 
 * Every build checks every notebook page's EXECUTED outputs (the ones the site
-  shows, `<build>/jupyter_execute/<docname>.ipynb`) with the verifier's own rules
+  shows: from the execution cache, see `notebooks.executed_notebook`) with the
+  verifier's own rules
   (`expectations.check_cell`): a cell that prints without an `expect:`, or whose
   output differs from it, wrote to stderr or raised, is a warning located at
   `book/<chapter>.md:<line>` of its ```{code-cell}``` fence. Warnings are errors in
@@ -9,6 +10,8 @@
   The check runs at `env-check-consistency`, and every page holding the report is
   re-read on every build, so an unchanged but unverified chapter fails the next
   build too (Sphinx skips that phase when nothing was re-read).
+  A figure that reaches the page as its text repr (`<Figure size ...>`, no image)
+  is a warning at its cell as well.
 * ```{execution-report}``` renders one row per chapter: code cells, verified
   outputs (cells with `expect:` that match), figures (of which interactive),
   execution time and status (myst-nb's execution data), and the engine modules its
