@@ -1,5 +1,6 @@
 """Helpers shared by the browser tests (not a conftest, so tests can import it)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,10 +51,14 @@ def build_site(root=ROOT):
     command = [str(Path(sys.executable).parent / BUILD_COMMAND[0])] + BUILD_COMMAND[1:]
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
-        lines = [ln for ln in (result.stdout + result.stderr).splitlines()
-                 if "WARNING" in ln or "ERROR" in ln or "rror" in ln]
-        raise BuildFailed("the book does not build warning-free:\n" + "\n".join(lines[-40:])
-                          + "\n" + result.stdout[-2000:])
+        log = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr).splitlines()
+        shown = []
+        for i, line in enumerate(log):  # each warning with the lines that explain it
+            if re.search(r"WARNING|ERROR|Traceback|Exception", line) and "IPKernelApp" not in line:
+                shown.append(line)
+                shown += [ln for ln in log[i + 1:i + 12] if ln.startswith((" ", "\t"))][:10]
+        raise BuildFailed("the book does not build warning-free (README build command):\n"
+                          + "\n".join(shown[-80:] or log[-40:]))
     html = root / "_build" / "html"
     assert (html / "index.html").exists()
     _BUILT[root] = html
