@@ -260,6 +260,16 @@ The imports:
 
 Its caption.
 ```
+
+The gradient is {glue:text}`grad:.3f`, the count {glue}`count`.
+
+```{dropdown} Inside a directive
+Also here: {glue:text}`grad:.1f`.
+```
+
+```md
+Not in code: {glue}`count`
+```
 """
 
 
@@ -277,7 +287,8 @@ def convert(root):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("from myst_nb import glue\nfrom pkg.core import Thing\nx = 1"),
                 nbformat.v4.new_markdown_cell(MARKDOWN)]
-    glue = {"fig-a": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}}}
+    glue = {"fig-a": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}},
+            "grad": {"data": {"text/plain": "1.71633"}}, "count": {"data": {"text/plain": "7"}}}
     out = notebooks.reader_notebook(nb, root / "book" / "chapter.md", root, glue)
     nbformat.validate(out)
     return out
@@ -335,3 +346,5 @@ def test_glue_import_falls_back_and_glued_figures_are_attached(package):
     assert figure.attachments["fig-a.png"]["image/png"] == "iVBORw0KGgo="
     assert "![the figure](attachment:fig-a.png)" in figure.source
     assert "*Its caption.*" in figure.source
+    assert "The gradient is 1.716, the count 7." in figure.source  # glue roles pasted
+    assert "Also here: 1.7." in figure.source and "Not in code: {glue}`count`" in figure.source

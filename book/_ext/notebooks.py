@@ -297,6 +297,37 @@ def _glue_figure_markdown(name, body, glued, attachments):
     return out + (f"\n\n*{caption}*" if caption else "")
 
 
+_GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>text|any|md))?\}`(?P<body>[^`]+)`")
+
+
+def _paste_glue_roles(text, glued):
+    """`{glue:text}`key:.3f`` -> the glued value as the page shows it (plain Markdown)."""
+    from myst_nb.core.variables import format_plain_text
+
+    def paste(match):
+        kind, body = match["kind"] or "any", match["body"]
+        key, spec = (body.rsplit(":", 1) + ["s"])[:2] if kind == "text" else (body, "s")
+        data = glued.get(key.split("::")[-1], {})
+        plain = data.get("text/plain")
+        if kind == "md" and "text/markdown" in data:
+            return data["text/markdown"]
+        if plain is None:
+            return match[0]
+        try:
+            return format_plain_text(plain, spec) if kind == "text" else plain
+        except Exception:
+            return plain
+
+    # not inside code blocks (directive bodies, e.g. a dropdown's, are prose)
+    lines = text.split("\n")
+    in_code = set()
+    for start, end, name, _, _, _, inside_code in _fenced_blocks(lines):
+        if name is None or inside_code:
+            in_code.update(range(start, end + 1))
+    return "\n".join(line if i in in_code else _GLUE_ROLE.sub(paste, line)
+                     for i, line in enumerate(lines))
+
+
 # -- the notebook a reader downloads --------------------------------------------------
 
 
@@ -318,6 +349,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
         if cell.cell_type != "markdown":
             cells.append(cell)
             continue
+        cell.source = _paste_glue_roles(cell.source, glued)
         lines = cell.source.split("\n")
         replacements = []  # (start, end, kind, payload)
         for start, end, name, arg, body, depth, in_code in _fenced_blocks(lines):
