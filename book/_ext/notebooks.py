@@ -505,7 +505,9 @@ book's), and the `engine` package the chapters build.
     .venv/bin/jupyter lab notebooks/
 
 Cells tagged `engine-listing` show the package's source as the book shows it;
-running one only defines what it lists, the other cells use the installed package.
+running one changes nothing the other cells see (they use the installed package).
+The prose is MyST Markdown: theorems, cross-references and citations show as their
+source unless the front end renders MyST (`pip install jupyterlab-myst`).
 To run every notebook top to bottom without a browser:
 
     .venv/bin/jupyter execute notebooks/*.ipynb
