@@ -119,8 +119,9 @@ def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fon
         x, y = position[id(node)]
         label = names.get(node) or (node.op or "leaf")
         rows = [label, "data " + _fmt(_value_of(node), digits)]
-        if show_grad:
-            rows.append("grad " + _fmt(np.asarray(node.grad, dtype=float), digits))
+        if show_grad:  # a result's grad is None until a backward sweep reaches it
+            grad = "None" if node.grad is None else _fmt(np.asarray(node.grad, float), digits)
+            rows.append("grad " + grad)
         colour = "#fde0c5" if id(node) in highlight else ("#dbe9f6" if node.parents else "#e4f2e0")
         boxes[id(node)] = ax.text(
             x, y, "\n".join(rows), ha="center", va="center", family="monospace",

@@ -18,7 +18,7 @@ class Tensor:
     def __init__(self, data, requires_grad=True, copy=True):
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
         self.data = np.array(data, dtype=np.float64, copy=True if copy else None, subok=True)
-        self.grad = np.zeros_like(self.data)
+        self.grad = np.zeros(self.data.shape)  # a leaf's starts at 0; a result's: see backward
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
         self.op = ""             # the operation that made it; "" for a leaf
@@ -50,6 +50,7 @@ class Tensor:
         out = Tensor(data, requires_grad=False, copy=False)
         if is_grad_enabled() and any(p.requires_grad for p in parents):
             out.requires_grad = True
+            out.grad = None  # made by backward, from the first VJP that reaches it
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
@@ -332,19 +333,27 @@ class Tensor:
         for node in order:
             check_saved(node)  # raises if the graph was freed or a saved value changed
         for node in order:
-            if node.parents:  # results start from zero; leaves keep accumulating
-                node.grad = np.zeros_like(node.data)
-        self.grad += gradient
+            if node.parents:  # results start empty; leaves keep accumulating
+                node.grad = None
+        self._add_grad(gradient)
         for node in reversed(order):
             if node.backward_fn is None:
                 continue  # a leaf: its grad is the answer
             parent_bars = node.backward_fn(node.grad)
             for parent, parent_bar in zip(node.parents, parent_bars):
                 if parent.requires_grad:  # constants get no grad
-                    parent.grad += unbroadcast(parent_bar, parent.shape)
+                    parent._add_grad(unbroadcast(parent_bar, parent.shape))
         if not retain_graph:
             for node in order:
                 release(node)  # drop closures and parents: saved arrays can be freed
+
+    def _add_grad(self, vjp):
+        """Add one VJP into this tensor's grad, as a new array.
+
+        Never `+=` into the old one: a closure may hand one array to two parents
+        (`+` returns `y_bar` twice), and a write into it would reach both.
+        """
+        self.grad = np.array(vjp) if self.grad is None else self.grad + vjp
 
     def detach(self):
         """The same data (shared, with its version counter) as a leaf that needs no grad."""

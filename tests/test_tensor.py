@@ -187,3 +187,25 @@ def test_exp_tanh_sigmoid_reuse_their_output():
         y = getattr(x, op)()
         cells = [c.cell_contents for c in y.backward_fn.__closure__]
         assert any(c is y.data for c in cells if isinstance(c, np.ndarray)), op
+
+
+def test_a_result_has_no_grad_until_backward_makes_one():
+    x = Tensor([1.0, 2.0])
+    y = x * 3.0
+    assert y.grad is None and x.grad.tolist() == [0.0, 0.0]
+    z = y + y  # `+` hands the same y_bar to both of its parents
+    z.backward(retain_graph=True)
+    assert y.grad.tolist() == [2.0, 2.0] and x.grad.tolist() == [6.0, 6.0]
+    a, b = Tensor([1.0]), Tensor([2.0])
+    s = a * 1.0 + b * 1.0
+    s.backward()
+    a.grad[0] = 100.0  # grads never share memory, so this changes a alone
+    assert b.grad.tolist() == [1.0]
+
+
+def test_a_leaf_whose_grad_was_set_to_none_starts_again():
+    x = Tensor([1.0, 2.0])
+    x.grad = None
+    (x * x).backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+    x.grad[:] = 0.0  # a writable array of its own, not a view of a VJP

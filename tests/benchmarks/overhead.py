@@ -11,12 +11,18 @@ Python cost per operation; large ones show that the engine adds little beyond
 the NumPy calls it makes.
 """
 
+import os
 import statistics
 import time
 
-import numpy as np
+# One BLAS thread: on a shared 2-core machine a second thread makes large matrix
+# products swing by 10x from run to run, and the comparison would measure the load.
+for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(name, "1")
 
-from engine import Tensor, functional
+import numpy as np  # noqa: E402  (after the thread settings, which numpy reads on import)
+
+from engine import Tensor, functional  # noqa: E402
 
 
 def median_seconds(fn, repeat=7, min_time=0.05):
