@@ -213,6 +213,14 @@ class Thing:
 
     def sum(self):
         return self.v
+
+
+class Base:
+    pass
+
+
+class Child(Base):
+    kind = "child"  # needs Base to run
 """
 
 MARKDOWN = """\
@@ -237,6 +245,12 @@ pyobject: Thing.twice
 ---
 ```
 ````
+
+A class whose base no earlier cell imported:
+
+```{literalinclude} ../pkg/core.py
+:pyobject: Child
+```
 
 A method whose name is a builtin's:
 
@@ -298,10 +312,13 @@ def test_listings_become_runnable_code_cells(package):
     cells = convert(package).cells
     listings = [c for c in cells if LISTING_TAG in c.metadata.get("tags", [])]
     kinds = [(c.cell_type, c.metadata["engine_listing"]["runnable"]) for c in listings]
-    # class, fragment, nested method, method `sum`, imports; the one in a ```md block is text
+    # class, fragment, nested method, Child, method `sum`, imports; the ```md one is text
     assert kinds == [("code", True), ("markdown", False), ("code", True), ("code", True),
-                     ("code", True)]
-    whole_class, fragment, method, builtin_named, imports = listings
+                     ("code", True), ("code", True)]
+    whole_class, fragment, method, child, builtin_named, imports = listings
+    assert child.source.splitlines()[1] == (
+        "from pkg.core import Base  # what this listing needs to run here")
+    assert child.source.splitlines()[-1].startswith("del Child, Base  #")
     assert whole_class.source.startswith("# Listing: pkg/core.py (Thing)")
     assert "class Thing:" in whole_class.source
     # an earlier cell imported Thing: the package's own class comes back after the listing
@@ -328,6 +345,7 @@ def test_running_the_listings_changes_nothing_later_cells_see(package, monkeypat
                  namespace)
     assert namespace["Thing"] is pkg.core.Thing
     assert "sum" not in namespace and "twice" not in namespace
+    assert "Child" not in namespace and "Base" not in namespace
     assert eval("sum([1, 2])", namespace) == 3 and builtins.sum is sum
     namespace["glue"]("name", 1, display=False)  # the fallback glue runs
 

@@ -204,6 +204,33 @@ def bound_names(source):
     return names
 
 
+def _definition_time_names(tree):
+    """Names a definitions-only listing reads while it runs (bases, decorators,
+    defaults, class-level statements), in order; function bodies run later."""
+    used = []
+
+    def loads(node):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                used.append(sub.id)
+
+    def visit(statements):
+        for node in statements:
+            if isinstance(node, ast.ClassDef):
+                for part in node.bases + node.decorator_list + [k.value for k in node.keywords]:
+                    loads(part)
+                visit(node.body)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for part in node.decorator_list + node.args.defaults + [
+                        d for d in node.args.kw_defaults if d is not None]:
+                    loads(part)
+            elif not isinstance(node, (ast.Import, ast.ImportFrom)):
+                loads(node)
+
+    visit(tree.body)
+    return list(dict.fromkeys(used))
+
+
 def listing_cells(path, options, root, label, bound=()):
     """Cells for one listing: a runnable code cell, or a Markdown block for a fragment.
 
@@ -247,8 +274,18 @@ def listing_cells(path, options, root, label, bound=()):
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
                 if isinstance(t, ast.Name)]
     defined = list(dict.fromkeys(defined))
+    import builtins
+
+    # what the listing needs to run that no earlier cell bound: import it from the package
+    defined_so_far = set(defined) | set(_top_level_names(tree))
+    needed = [n for n in _definition_time_names(tree)
+              if n not in bound and n not in defined_so_far and n in module_names
+              and not hasattr(builtins, n)]
+    if needed:
+        lines.insert(1, f"from {module} import {', '.join(needed)}"
+                        "  # what this listing needs to run here")
     restore = [n for n in defined if n in bound and n in module_names]
-    forget = [n for n in defined if n not in bound]
+    forget = [n for n in defined + needed if n not in bound]
     if restore:
         lines.append(f"from {module} import {', '.join(restore)}"
                      "  # later cells use the package's own definitions")
