@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from throwaway import FRONT
+
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
@@ -28,17 +30,7 @@ sphinx:
     engine_cache: book/_ext
 """
 
-CHAPTER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
+CHAPTER = FRONT + """\
 # Probe
 
 ```{code-cell} ipython3

@@ -50,18 +50,7 @@ chapters:
   - file: book/report
 """
 
-FRONT = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+from throwaway import FRONT  # noqa: E402
 
 GOOD = FRONT + """
 # Good

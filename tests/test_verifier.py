@@ -21,18 +21,7 @@ from hypothesis.extra import numpy as hnp
 import verifier
 from verifier import ex
 
-FRONT = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+from throwaway import FRONT  # noqa: E402
 
 CONFIG = f"""\
 title: throwaway
