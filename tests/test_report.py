@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from throwaway import FRONT
+
 ROOT = Path(__file__).resolve().parents[1]
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
@@ -50,7 +52,6 @@ chapters:
   - file: book/report
 """
 
-from throwaway import FRONT  # noqa: E402
 
 GOOD = FRONT + """
 # Good

@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import verifier
+from throwaway import FRONT
 from verifier import ex
-
-from throwaway import FRONT  # noqa: E402
 
 CONFIG = f"""\
 title: throwaway
