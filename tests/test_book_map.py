@@ -62,3 +62,22 @@ def test_readme_has_a_build_and_a_test_command_and_ci_runs_the_test_command():
 def test_the_intro_quotes_the_readme_test_command():
     test = readme_commands()[1]
     assert test in (ROOT / "book" / "intro.md").read_text()
+
+
+def test_each_chapter_imports_only_engine_modules_introduced_by_it_or_earlier():
+    """The rule of the book: a reader can run chapter k with chapters 1..k of the engine."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from expectations import read_chapter
+    from report import engine_modules
+
+    allowed = {"engine", "engine.figures"}  # the package itself and the drawing helpers
+    problems = []
+    for chapter, modules in intro_map().items():
+        allowed |= {f"engine.{m}" for m in modules}
+        nb = read_chapter(ROOT / "book" / f"{chapter}.md").nb
+        early = set(engine_modules(nb, ROOT)) - allowed
+        if early:
+            problems.append(f"book/{chapter}.md imports {sorted(early)} before its chapter")
+    assert not problems, "\n".join(problems)

@@ -81,12 +81,12 @@ MIXED = "\n".join([
         """),
     cell('print(np.array([5.5, 1., 4.]))  # wrong-5.6', "expect: |\n  [5.6 1. 4.]"),
     cell('print(np.array([5.5, 1., 4.]))  # wrong-1.9', "expect: |\n  [5.5 1.9 4.]"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # rel-pass', "expect: gap = 1.2e-10\ntolerance: rel 0.5"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # rel-fail', "expect: gap = 1e-10\ntolerance: rel 0.5"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # mag-pass', "expect: gap = 3e-10\ntolerance: magnitude"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # mag-fail', "expect: gap = 3e-12\ntolerance: magnitude"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # mag-sign', "expect: gap = -2e-10\ntolerance: magnitude"),
-    cell('print(f"gap = {1.6e-10:.2g}")  # tol-text', "expect: jump = 1.6e-10\ntolerance: abs 1"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # rel-pass', "expect: gap = ~1.2e-10\ntolerance: rel 0.5"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # rel-fail', "expect: gap = ~1e-10\ntolerance: rel 0.5"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # mag-pass', "expect: gap = ~3e-10\ntolerance: magnitude"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # mag-fail', "expect: gap = ~3e-12\ntolerance: magnitude"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # mag-sign', "expect: gap = ~-2e-10\ntolerance: magnitude"),
+    cell('print(f"gap = {1.6e-10:.2g}")  # tol-text', "expect: jump = ~1.6e-10\ntolerance: abs 1"),
     cell('print("an unchecked number", 3.25)  # missing'),
     cell('x = 1  # silent', "expect: '1'"),
     cell('1 + 1  # result', "expect: '2'"),
@@ -153,9 +153,9 @@ def test_tolerance(mixed):
     assert failures_of(mixed, "# rel-pass") == []
     assert failures_of(mixed, "# mag-pass") == []
     for marker, words in [
-        ("# rel-fail", "number 1 is 1.6e-10, expected 1e-10 within tolerance rel 0.5"),
+        ("# rel-fail", "number 1 is 1.6e-10, expected ~1e-10 within tolerance rel 0.5"),
         ("# mag-fail", "within tolerance magnitude"),
-        ("# mag-sign", "expected -2e-10"),
+        ("# mag-sign", "expected ~-2e-10"),
         ("# tol-text", "text between numbers differs"),
     ]:
         [failure] = failures_of(mixed, marker)
@@ -212,7 +212,7 @@ UPDATE = "\n".join([
     cell('print("x1.grad =", np.round(np.array([5.5, 1., 4.]), 3))  # differs', """
         tags: [hide-input]
         expect: |
-          x1.grad = [5.4 1. 4.]
+          x1.grad = [~5.4 1. 4.]
           this line goes
         tolerance: abs 0.01
         """),
@@ -228,7 +228,7 @@ UPDATED = "\n".join([
     cell('print("x1.grad =", np.round(np.array([5.5, 1., 4.]), 3))  # differs', """
         tags: [hide-input]
         expect: |
-          x1.grad = [5.5 1.  4. ]
+          x1.grad = [~5.5 1.  4. ]
         tolerance: abs 0.01
         """),
     cell('print("y =", 11.652)  # no-options', "expect: |\n  y = 11.652"),
@@ -260,7 +260,7 @@ def test_update_rewrites_only_expectation_lines(book):
     changed = [line for line in difflib.ndiff(before.splitlines(), after.splitlines())
                if line[:1] in "+-"]
     assert sorted(changed) == sorted([
-        "-   x1.grad = [5.4 1. 4.]", "-   this line goes", "+   x1.grad = [5.5 1.  4. ]",
+        "-   x1.grad = [~5.4 1. 4.]", "-   this line goes", "+   x1.grad = [~5.5 1.  4. ]",
         "+ ---", "+ expect: |", "+   y = 11.652", "+ ---",
         "+ expect: |2", "+     indented first line", "+   second",
         "- expect: '3'",
@@ -352,7 +352,30 @@ def test_tokenize():
     ("rel 0.5", "[1 2]", "[1 2 3]", False),
 ])
 def test_tolerances(spec, expected, got, ok):
-    assert (ex.compare(expected, got, spec) is None) == ok
+    noisy = ex.NUMBER.sub(lambda m: "~" + m.group(0), expected)  # every number marked
+    assert (ex.compare(noisy, got, spec) is None) == ok
+
+
+@pytest.mark.parametrize("expected, got, ok", [
+    ("entries: 34, gap: ~4e-10", "entries: 34, gap: 9e-10", True),
+    ("entries: 34, gap: ~4e-10", "entries: 35, gap: 4e-10", False),  # unmarked: exact
+    ("count 2868, gap ~5e-10", "count 2712, gap 5e-10", False),  # a stale count is caught
+    ("[~1.5 2.]", "[2.5 2.]", True), ("[~1.5 2.]", "[1.5 2.5]", False),
+])
+def test_a_tolerance_relaxes_only_the_numbers_marked_noisy(expected, got, ok):
+    assert (ex.compare(expected, got, "magnitude") is None) == ok
+
+
+def test_marks_and_tolerance_must_come_together():
+    with pytest.raises(ex.ToleranceError, match="no number of expect: is marked"):
+        ex.compare("gap 3e-10", "gap 3e-10", "magnitude")
+    with pytest.raises(ex.ToleranceError, match="declares no tolerance"):
+        ex.compare("gap ~3e-10", "gap 3e-10", None)
+
+
+def test_update_mode_carries_the_marks_of_noisy_numbers():
+    assert ex.carry_marks("n 8, gap ~3e-10", "n 8, gap 4.1e-10\n") == "n 8, gap ~4.1e-10\n"
+    assert ex.carry_marks("n 8, gap ~3e-10", "n 8 9, gap 4e-10") == "n 8 9, gap 4e-10"
 
 
 @pytest.mark.parametrize("spec", ["relative 0.5", "rel", "abs x", "rel -1", "magnitudes", 3])

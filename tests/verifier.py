@@ -240,7 +240,10 @@ def rewrite(result: Result, cache):
             continue
         cell = next(c for c in result.chapter.cells if c.line == failure.line)
         output = ex.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
-        updates[cell.line] = output.text if output.text.strip() else None
+        new = output.text if output.text.strip() else None
+        if new is not None and isinstance(cell.expect, str):
+            new = ex.carry_marks(cell.expect, new)  # keep the author's `~` on noisy numbers
+        updates[cell.line] = new
     if not updates:
         return
     chapter = result.chapter

@@ -10,7 +10,8 @@ import it (put `book/_ext` on sys.path).
 - `compare(expected, got, tolerance)` is strict after `normalize`: whitespace
   runs become one space and spaces just inside brackets go, so NumPy's padding
   never matters but every printed digit does. A per-cell `tolerance:` option
-  (`rel R`, `abs A` or `magnitude`) relaxes the numbers, never the text.
+  (`rel R`, `abs A` or `magnitude`) relaxes only the numbers the expectation
+  marks with `~` (`gap: ~3e-10`); every other number and all text stay exact.
 - `rewrite_expectations` replaces only the lines of the `expect:` blocks it is
   asked to change and leaves every other byte of the chapter alone.
 """
@@ -237,6 +238,34 @@ def tokenize(text: str):
     return texts, numbers
 
 
+NOISY = "~"  # in an expectation, `~3e-10`: this number is noisy, compare it within the tolerance
+
+
+def tokenize_expected(text: str):
+    """Like tokenize, for an expectation: (texts, numbers, noisy flags), `~` marks removed."""
+    texts, numbers = tokenize(text)
+    noisy = [before.endswith(NOISY) for before in texts[:-1]]
+    texts = [t[:-1] if t.endswith(NOISY) and i < len(noisy) and noisy[i] else t
+             for i, t in enumerate(texts)]
+    return texts, numbers, noisy
+
+
+def carry_marks(old_expected: str, new_text: str) -> str:
+    """`new_text` with a `~` before each number whose counterpart in `old_expected` had one.
+
+    Update mode keeps the author's marks of noisy numbers when only values move;
+    if the count of numbers changed, the marks cannot be matched and are dropped.
+    """
+    _, old_numbers, noisy = tokenize_expected(old_expected)
+    matches = list(NUMBER.finditer(new_text))
+    if not any(noisy) or len(matches) != len(old_numbers):
+        return new_text
+    for match, mark in reversed(list(zip(matches, noisy))):
+        if mark:
+            new_text = new_text[: match.start()] + NOISY + new_text[match.start():]
+    return new_text
+
+
 class ToleranceError(ValueError):
     pass
 
@@ -285,14 +314,24 @@ def parse_tolerance(spec) -> Tolerance | None:
 
 
 def compare(expected: str, got: str, tolerance=None) -> str | None:
-    """None when `got` matches `expected`; otherwise what differs, in one line."""
+    """None when `got` matches `expected`; otherwise what differs, in one line.
+
+    With a tolerance, only the numbers marked `~` in `expected` are compared within
+    it; the others must be printed exactly as written.
+    """
     if isinstance(tolerance, (str, type(None))):
         tolerance = parse_tolerance(tolerance)
+    exp_texts, exp_numbers, noisy = tokenize_expected(expected)
     if tolerance is None:
+        if any(noisy):
+            raise ToleranceError(f"`{NOISY}` marks a noisy number but the cell declares no "
+                                 f"tolerance: {TOLERANCE_HELP}")
         if normalize(expected) == normalize(got):
             return None
         return "printed text differs from expect:"
-    exp_texts, exp_numbers = tokenize(expected)
+    if not any(noisy):
+        raise ToleranceError(f"tolerance {tolerance} is declared but no number of expect: "
+                             f"is marked noisy: write `{NOISY}` before each noisy number")
     got_texts, got_numbers = tokenize(got)
     if len(exp_numbers) != len(got_numbers):
         return (
@@ -302,9 +341,11 @@ def compare(expected: str, got: str, tolerance=None) -> str | None:
     for a, b in zip(exp_texts, got_texts):
         if a != b:
             return f"text between numbers differs: expected {a!r}, got {b!r}"
-    for position, (a, b) in enumerate(zip(exp_numbers, got_numbers), 1):
-        if not tolerance.close(float(a), float(b)):
-            return f"number {position} is {b}, expected {a} within tolerance {tolerance}"
+    for position, (a, b, mark) in enumerate(zip(exp_numbers, got_numbers, noisy), 1):
+        if mark and not tolerance.close(float(a), float(b)):
+            return f"number {position} is {b}, expected ~{a} within tolerance {tolerance}"
+        if not mark and a != b:
+            return f"number {position} is {b}, expected exactly {a} (not marked {NOISY})"
     return None
 
 
@@ -414,7 +455,11 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         failures.append(Failure(cell.line, "expect: is set but the cell printed nothing",
                                 indent(unified_diff(expect, "")), "unexpected"))
         return failures
-    what = compare(expect, output.text, tolerance)
+    try:
+        what = compare(expect, output.text, tolerance)
+    except ToleranceError as error:  # `~` marks and the tolerance option disagree
+        failures.append(Failure(cell.line, str(error)))
+        return failures
     if what is not None:
         failures.append(Failure(cell.line, what, indent(unified_diff(expect, output.text)),
                                 "differs"))
