@@ -11,6 +11,8 @@ import numpy as np
 
 def broadcast_shape(shape_a, shape_b, op):
     """The shape NumPy gives `a op b`, or a ValueError naming both shapes."""
+    if shape_a == shape_b:
+        return shape_a  # the common case, and nothing to check
     try:
         return np.broadcast_shapes(shape_a, shape_b)
     except ValueError:
@@ -25,6 +27,8 @@ def unbroadcast(grad, shape):
     """Sum `grad` down to `shape`: the VJP of broadcasting from `shape`."""
     grad = np.asarray(grad, dtype=np.float64)
     shape = tuple(shape)
+    if grad.shape == shape:
+        return grad  # nothing was broadcast
     extra = grad.ndim - len(shape)
     if extra > 0:  # axes that broadcasting prepended
         grad = grad.sum(axis=tuple(range(extra)))
