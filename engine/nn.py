@@ -37,32 +37,33 @@ class Module:
     def forward(self, x):
         raise NotImplementedError(f"{type(self).__name__} must define forward(x)")
 
-    def named_parameters(self, prefix=""):
-        """(name, parameter) pairs, in the order the attributes were set."""
-        pairs = []
+    def named_modules(self, prefix=""):
+        """(name, module) for this module and every sub-module, depth first, in attribute order.
+
+        Sub-modules are found in attributes and in lists or tuples of them (`layers.0.`).
+        """
+        named = [(prefix, self)]
         for name, value in vars(self).items():
-            if isinstance(value, Parameter):
-                pairs.append((prefix + name, value))
-            elif isinstance(value, Module):
-                pairs.extend(value.named_parameters(prefix + name + "."))
+            if isinstance(value, Module):
+                named.extend(value.named_modules(prefix + name + "."))
             elif isinstance(value, (list, tuple)):
                 for i, item in enumerate(value):
                     if isinstance(item, Module):
-                        pairs.extend(item.named_parameters(f"{prefix}{name}.{i}."))
-        return pairs
+                        named.extend(item.named_modules(f"{prefix}{name}.{i}."))
+        return named
+
+    def named_parameters(self, prefix=""):
+        """(name, parameter) pairs: each module's own, module by module, as PyTorch orders them."""
+        return [(module_name + name, value)
+                for module_name, module in self.named_modules(prefix)
+                for name, value in vars(module).items() if isinstance(value, Parameter)]
 
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
     def modules(self):
         """This module and every sub-module, depth first."""
-        found = [self]
-        for value in vars(self).values():
-            items = value if isinstance(value, (list, tuple)) else [value]
-            for item in items:
-                if isinstance(item, Module):
-                    found.extend(item.modules())
-        return found
+        return [module for _, module in self.named_modules()]
 
     def zero_grad(self):
         for p in self.parameters():
@@ -81,21 +82,10 @@ class Module:
     def state_dict(self):
         """{name: array}: copies of every parameter and buffer, sub-modules' names dotted."""
         state = {name: p.data.view(np.ndarray).copy() for name, p in self.named_parameters()}
-        for module_name, module in self._named_modules():
+        for module_name, module in self.named_modules():
             for name, array in module.buffers.items():
                 state[module_name + name] = np.array(array)
         return state
-
-    def _named_modules(self, prefix=""):
-        named = [(prefix, self)]
-        for name, value in vars(self).items():
-            if isinstance(value, Module):
-                named.extend(value._named_modules(prefix + name + "."))
-            elif isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if isinstance(item, Module):
-                        named.extend(item._named_modules(f"{prefix}{name}.{i}."))
-        return named
 
     def load_state_dict(self, state):
         """Copy arrays into parameters and buffers; names and shapes must match."""
@@ -112,7 +102,7 @@ class Module:
                     f"model and {np.shape(state[name])} in the file")
         for name, p in self.named_parameters():
             p.data[...] = state[name]  # in place: counted by the version counter
-        for module_name, module in self._named_modules():
+        for module_name, module in self.named_modules():
             for name in module.buffers:
                 array = state[module_name + name]
                 module.buffers[name] = np.array(array, dtype=np.float64)

@@ -18,6 +18,19 @@ def test_parameters_are_found_recursively_in_a_stable_order():
     assert names == [name for name, _ in model.named_parameters()]  # same order every time
 
 
+def test_own_parameters_come_before_sub_modules_as_in_pytorch():
+    class Net(Module):
+        def __init__(self):
+            super().__init__()
+            self.first = Parameter([1.0])
+            self.inner = Linear(1, 1, np.random.default_rng(0))
+            self.last = Parameter([2.0])
+
+    names = [n for n, _ in Net().named_parameters()]
+    assert names == ["first", "last", "inner.weight", "inner.bias"]  # torch's order too
+    assert [n for n, _ in Net().named_modules()] == ["", "inner."]
+
+
 def test_attributes_set_later_come_later_and_plain_tensors_are_not_parameters():
     class Net(Module):
         def __init__(self):

@@ -654,13 +654,17 @@ def _page_context(app, pagename, templatename, context, doctree):
         return
     if "kernelspec" not in app.env.metadata.get(pagename, {}):
         return
-    nb = _build_reader_notebook(app, pagename)
-    if nb is None:
+    if _reader_notebook_once(app, pagename) is None:
         return
-    target = Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(nbformat.writes(nb), encoding="utf-8")
-    context["ipynb_source"] = f"{pagename}.ipynb"
+    context["ipynb_source"] = f"{pagename}.ipynb"  # written by _build_finished
+
+
+def _reader_notebook_once(app, docname):
+    """The reader's notebook of `docname`, converted once per build, for the page and the archive."""
+    made = app.__dict__.setdefault("_engine_reader_notebooks", {})
+    if docname not in made:
+        made[docname] = _build_reader_notebook(app, docname)
+    return made[docname]
 
 
 def _build_finished(app, exception):
@@ -668,7 +672,7 @@ def _build_finished(app, exception):
         return
     notebooks = []
     for docname in notebook_docnames(app.env):
-        nb = _build_reader_notebook(app, docname)
+        nb = _reader_notebook_once(app, docname)
         if nb is None:
             continue
         target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
