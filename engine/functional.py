@@ -44,6 +44,13 @@ def _check_targets(logits, targets, ignore_index):
     kept = np.ones(n, dtype=bool)
     if ignore_index is not None:
         kept = targets != ignore_index
+    finite = np.isfinite(logits.data)
+    if not finite.all():  # a nan here would only come back as a nan loss
+        i, j = np.argwhere(~finite)[0]
+        raise ValueError(f"logits contain {int((~finite).sum())} non-finite values, first "
+                         f"{logits.data[i, j]} at row {i}, column {j}: a nan or inf made "
+                         "earlier in the forward pass (log or sqrt of a negative number, "
+                         "an overflow, a learning rate that is too large) reached the loss")
     bad = kept & ((targets < 0) | (targets >= c))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -6,6 +6,10 @@ maps the result's adjoint to one vector-Jacobian product per parent; the
 backward sweep adds those products into the parents' grads.
 """
 
+import os
+import sys
+import warnings
+
 import numpy as np
 
 from .memory import as_data, check_saved, is_grad_enabled, record_versions, release
@@ -15,9 +19,14 @@ from .shapes import broadcast_shape, unbroadcast
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
 
+    # Named slots instead of a per-object __dict__: one object fewer per node for
+    # Python's cycle collector to walk (chapter `memory`, "Many small objects").
+    __slots__ = ("_data", "grad", "requires_grad", "parents", "op", "backward_fn",
+                 "saved_versions", "__weakref__")
+
     def __init__(self, data, requires_grad=True, copy=True):
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
-        self.data = np.array(data, dtype=np.float64, copy=True if copy else None, subok=True)
+        self.data = float64_array(data, requires_grad, copy)
         self.grad = np.zeros(self.data.shape)  # a leaf's starts at 0; a result's: see backward
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
@@ -47,14 +56,18 @@ class Tensor:
 
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
-        out = Tensor(data, requires_grad=False, copy=False)
+        out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks, no zero grad
+        out._data = as_data(data)  # the fresh array the operation computed
+        out.grad = None  # made by backward, from the first VJP that reaches it
         if is_grad_enabled() and any(p.requires_grad for p in parents):
             out.requires_grad = True
-            out.grad = None  # made by backward, from the first VJP that reaches it
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
             out.saved_versions = record_versions(backward_fn)  # checked by backward
+        else:  # a constant: nothing to differentiate, nothing kept
+            out.requires_grad, out.parents, out.op = False, (), ""
+            out.backward_fn, out.saved_versions = None, ()
         return out
 
     def _pair(self, other, op):
@@ -106,7 +119,8 @@ class Tensor:
         def backward_fn(y_bar):
             return y_bar / other.data, -y_bar * self.data / other.data**2
 
-        return self._result(self.data / other.data, (self, other), "/", backward_fn)
+        y = checked(np.divide, self.data, other.data, op="/")
+        return self._result(y, (self, other), "/", backward_fn)
 
     def __rtruediv__(self, other):
         return self._pair(other, "/") / self  # the number becomes the numerator
@@ -154,17 +168,36 @@ class Tensor:
         return self._result(-self.data, (self,), "neg", backward_fn)
 
     def __pow__(self, exponent):
-        if isinstance(exponent, Tensor):
-            raise TypeError("Tensor ** Tensor is not supported: the exponent must be a number")
-        p = float(exponent)
+        if isinstance(exponent, Tensor) or np.ndim(exponent) > 0:
+            return self._pow_tensor(exponent)
+        p = float(exponent)  # a number: the exponent needs no gradient
 
         def backward_fn(y_bar):
             return (p * self.data ** (p - 1) * y_bar,)
 
-        return self._result(self.data**p, (self,), f"**{exponent:g}", backward_fn)
+        y = checked(np.power, self.data, p, op=f"**{p:g}")
+        return self._result(y, (self,), f"**{p:g}", backward_fn)
+
+    def _pow_tensor(self, exponent):
+        """x ** p with p a tensor or an array: p gets the gradient y ln x too."""
+        p = self._pair(exponent, "**")
+        y = checked(np.power, self.data, p.data, op="**")
+
+        def backward_fn(y_bar):
+            x = self.data
+            with np.errstate(divide="ignore", invalid="ignore"):  # warned about forward
+                x_bar = p.data * x ** (p.data - 1) * y_bar
+                # d(x^p)/dp = x^p ln x; at x = 0 PyTorch takes 0, and so do we
+                p_bar = np.where(x == 0, 0.0, y * np.log(np.where(x == 0, 1.0, x))) * y_bar
+            return x_bar, p_bar
+
+        return self._result(y, (self, p), "**", backward_fn)
+
+    def __rpow__(self, base):
+        return self._pair(base, "**") ** self  # 2 ** x: the number becomes the base
 
     def exp(self):
-        y = np.exp(self.data)
+        y = checked(np.exp, self.data, op="exp")
 
         def backward_fn(y_bar):
             return (y * y_bar,)  # exp' = exp: reuse the output
@@ -175,7 +208,7 @@ class Tensor:
         def backward_fn(y_bar):
             return (y_bar / self.data,)
 
-        return self._result(np.log(self.data), (self,), "log", backward_fn)
+        return self._result(checked(np.log, self.data, op="log"), (self,), "log", backward_fn)
 
     def sin(self):
         def backward_fn(y_bar):
@@ -206,7 +239,7 @@ class Tensor:
         return self._result(np.maximum(self.data, 0.0), (self,), "relu", backward_fn)
 
     def sqrt(self):
-        y = np.sqrt(self.data)
+        y = checked(np.sqrt, self.data, op="sqrt")
 
         def backward_fn(y_bar):
             return (y_bar / (2.0 * y),)  # sqrt' = 1 / (2 sqrt): reuse the output
@@ -322,17 +355,16 @@ class Tensor:
 
         Then free the graph (closures and saved values) unless `retain_graph`.
         """
-        if gradient is None:
-            gradient = np.ones_like(self.data)
-        gradient = np.asarray(gradient, dtype=np.float64)
-        if gradient.shape != self.shape:
-            raise ValueError(
-                f"backward: seed of shape {gradient.shape} for a tensor of shape {self.shape}"
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward: this tensor does not require a gradient: none of the tensors "
+                "it was computed from has requires_grad=True, or it was computed inside "
+                "no_grad()"
             )
+        gradient = self._seed(gradient)
         order = self.topo_order()
         for node in order:
             check_saved(node)  # raises if the graph was freed or a saved value changed
-        for node in order:
             if node.parents:  # results start empty; leaves keep accumulating
                 node.grad = None
         self._add_grad(gradient)
@@ -347,13 +379,33 @@ class Tensor:
             for node in order:
                 release(node)  # drop closures and parents: saved arrays can be freed
 
-    def _add_grad(self, vjp):
-        """Add one VJP into this tensor's grad, as a new array.
+    def _seed(self, gradient):
+        """The seed of backward: ones of this tensor's shape, or `gradient`, checked."""
+        if gradient is None:
+            return np.ones(self.shape)
+        if isinstance(gradient, Tensor):
+            gradient = gradient.data
+        gradient = float64_array(gradient, requires_grad=False, copy=True, what="backward: the seed")
+        if gradient.shape != self.shape:
+            raise ValueError(
+                f"backward: seed of shape {gradient.shape} for a tensor of shape {self.shape}"
+            )
+        return gradient
 
-        Never `+=` into the old one: a closure may hand one array to two parents
-        (`+` returns `y_bar` twice), and a write into it would reach both.
+    def _add_grad(self, vjp):
+        """Add one VJP into this tensor's grad.
+
+        A leaf owns its grad (zeros, or a copy of its first VJP), so a VJP is added
+        into it in place, as PyTorch does. A result adopts its first VJP without a
+        copy, so that array may be shared: `+` returns `y_bar` to both parents. A
+        result therefore never writes into its grad; a second VJP makes a new array.
         """
-        self.grad = np.array(vjp) if self.grad is None else self.grad + vjp
+        if self.grad is None:
+            self.grad = vjp if self.parents else np.array(vjp, dtype=np.float64)
+        elif self.parents:
+            self.grad = self.grad + vjp
+        else:
+            self.grad += vjp
 
     def detach(self):
         """The same data (shared, with its version counter) as a leaf that needs no grad."""
@@ -365,3 +417,74 @@ def _axes(axis, ndim):
     if axis is None:
         return tuple(range(ndim))
     return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
+
+
+def float64_array(data, requires_grad=True, copy=True, what="Tensor: the data"):
+    """`data` as a float64 array, or an error that says what is wrong with it.
+
+    Integers become floats, as the engine has one dtype. Booleans are fine for a
+    constant (a mask) but cannot need a gradient; complex numbers would lose their
+    imaginary part, and strings or objects are not numbers at all.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    if not isinstance(data, np.ndarray):
+        try:
+            data = np.asarray(data)
+        except ValueError as error:  # ragged nested lists
+            raise ValueError(f"{what} is not a rectangular array of numbers: {error}") from None
+    kind = data.dtype.kind
+    if kind == "b" and requires_grad:
+        raise TypeError(f"{what} is boolean, and a boolean tensor cannot require a gradient; "
+                        "pass requires_grad=False for a mask, or convert with .astype(float)")
+    if kind not in "biuf":
+        raise TypeError(f"{what} must be real numbers, got dtype {data.dtype} "
+                        f"({_describe(data)}); the engine computes in float64 only")
+    return np.array(data, dtype=np.float64, copy=True if copy else None, subok=True)
+
+
+def _describe(data):
+    """A short picture of an array for an error message."""
+    text = np.array2string(data.ravel()[:3], separator=", ", threshold=3)
+    return f"shape {data.shape}, first entries {text}"
+
+
+def _caller_level():
+    """The `stacklevel` of the first frame outside the engine: the reader's line."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+_ENGINE_DIR = os.path.dirname(os.path.abspath(__file__))
+_FIXES = {  # what each operation gives on bad input, and what PyTorch gives
+    "log": "log of a negative number is nan and log 0 is -inf",
+    "sqrt": "sqrt of a negative number is nan",
+    "exp": "exp overflows to inf above about 709.78",
+    "/": "division by 0 gives inf, and 0 / 0 gives nan",
+}
+
+
+def checked(ufunc, *arrays, op):
+    """`ufunc(*arrays)`, with NumPy's floating-point warning turned into one that names
+    the engine's operation and points at the reader's line, not at this file.
+
+    The values are NumPy's (and PyTorch's): nan and inf are returned, not raised.
+    """
+    try:
+        with np.errstate(divide="raise", invalid="raise", over="raise"):
+            return ufunc(*arrays)
+    except FloatingPointError as error:
+        with np.errstate(all="ignore"):
+            y = ufunc(*arrays)
+        rule = _FIXES.get(op, "x ** p is nan for x < 0 and a fractional p, inf for x = 0 and p < 0")
+        bad = int(np.size(y) - np.count_nonzero(np.isfinite(y)))
+        warnings.warn(
+            f"{op}: {bad} of {np.size(y)} entries are not finite ({error}; {rule}); "
+            "PyTorch gives the same values without a warning, and their gradients "
+            "will not be finite either",
+            RuntimeWarning, stacklevel=_caller_level(),
+        )
+        return y
+
