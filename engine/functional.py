@@ -13,6 +13,12 @@ from .tensor import Tensor
 
 def logsumexp(x, axis=-1, keepdims=False):
     """log sum exp(x) over `axis`, as m + log sum exp(x - m), m the max."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"logsumexp, log_softmax and softmax take a Tensor, got "
+                        f"{type(x).__name__}: wrap it, Tensor(x)")
+    if not all(-x.ndim <= a < x.ndim for a in np.atleast_1d(axis)):
+        raise ValueError(f"axis {axis} is out of range for a tensor of shape {x.shape}: "
+                         "logsumexp, log_softmax and softmax reduce over an axis it has")
     m = np.max(x.data, axis=axis, keepdims=True)  # a constant (see chapter)
     out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
     return out if keepdims else out.reshape(np.squeeze(m, axis=axis).shape)
@@ -30,6 +36,12 @@ def softmax(x, axis=-1):
 
 def _check_targets(logits, targets, ignore_index):
     """Targets as an int array of shape (N,), and a mask of those kept."""
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"logits must be a Tensor, got {type(logits).__name__}: "
+                        "wrap them, Tensor(logits), to get their gradient")
+    if isinstance(targets, Tensor):  # its data is float64, never class indices
+        raise TypeError("targets must be class indices (integers), got a Tensor, "
+                        "whose entries are floats: pass an integer array or a list")
     if logits.ndim != 2:
         raise ValueError(f"logits must have shape (N, C), got {logits.shape}")
     targets = np.asarray(targets)

@@ -1,0 +1,771 @@
+"""Errors you may meet: inputs a reader will try, and exactly what the engine says.
+
+One table, read twice. `tests/test_errors.py` runs every case and checks the
+exact type and message of what it raises and warns, and that the error points
+at the reader's line. `book/_ext/errors_page.py` runs the same cases when the
+book is built and writes the appendix page `book/errors.md` from what the
+engine really said, with the code and the advice.
+
+A case is a snippet of reader code. It runs with `np`, `Tensor`, `functional`,
+`nn`, `optim` and `no_grad` defined, compiled under the file name `<case id>`,
+so a traceback or a warning that points at the reader's line names that file.
+Its `line` (default: the last line) is the line the error or the warnings must
+point at (`warn_line` for the warnings of a case that also raises). `defect` is set when the engine does not yet say what it should (a
+bare NumPy message from inside the engine): it holds the message it should
+give, and the table pins the current behaviour until the engine changes.
+"""
+
+import contextlib
+import io
+import textwrap
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+import engine
+
+ENGINE_DIR = str(Path(engine.__file__).resolve().parent)  # the engine these cases run against
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    section: str
+    title: str          # what the reader tried, in words
+    code: str           # what the reader tried, in code
+    advice: str         # what to do instead (MyST Markdown, one or two sentences)
+    raises: tuple = None  # (exception type, exact str(exception)), or None: it runs
+    warns: tuple = ()   # ((warning category, exact message), ...) in the order they come
+    prints: str = ""    # exact stdout
+    line: int = 0       # the snippet line the error or the warnings point at; 0: the last
+    warn_line: int = 0  # the line the warnings point at, when it differs from `line`
+    defect: str = ""    # for the engine's owner: what it should say instead
+
+    @property
+    def source(self):
+        return textwrap.dedent(self.code).strip("\n")
+
+    @property
+    def filename(self):
+        return f"<{self.id}>"
+
+    @property
+    def reader_line(self):
+        return self.line or len(self.source.splitlines())
+
+    @property
+    def warning_line(self):
+        return self.warn_line or self.reader_line
+
+
+@dataclass
+class Outcome:
+    printed: str
+    warnings: list   # warnings.WarningMessage, in order
+    error: BaseException | None
+    frames: list     # traceback.FrameSummary of the error, outermost first
+
+    @property
+    def raising_frame(self):
+        return self.frames[-1] if self.frames else None
+
+
+def namespace():
+    """What every snippet may use, as a notebook cell would after its imports."""
+    from engine import Tensor, functional, nn, no_grad, optim
+
+    return {"np": np, "Tensor": Tensor, "functional": functional, "nn": nn,
+            "optim": optim, "no_grad": no_grad, "__name__": "__reader__"}
+
+
+def run(case):
+    """Run the snippet; collect what it printed, warned and raised."""
+    code = compile(case.source, case.filename, "exec")
+    stdout = io.StringIO()
+    error, frames = None, []
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(stdout):
+        warnings.simplefilter("always")
+        try:
+            exec(code, namespace())
+        except Exception as e:  # the case is the exception
+            error, frames = e, traceback.extract_tb(e.__traceback__)[1:]  # from the snippet on
+    return Outcome(stdout.getvalue(), list(caught), error, frames)
+
+
+def is_engine_file(filename):
+    return str(Path(filename).resolve()).startswith(ENGINE_DIR)
+
+
+def error_line(error):
+    """The last line of the traceback Python would print: `ValueError: ...`."""
+    return traceback.format_exception_only(error)[-1].rstrip("\n")
+
+
+def where(frame_or_warning):
+    """`engine/tensor.py`, `numpy/...` or `your line 2`, for a frame or a warning."""
+    filename = frame_or_warning.filename
+    if filename.startswith("<"):
+        return f"your line {frame_or_warning.lineno}"
+    path = Path(filename).resolve()
+    if is_engine_file(filename):
+        return f"engine/{path.relative_to(ENGINE_DIR).as_posix()}"
+    parts = path.parts
+    return "/".join(parts[parts.index("numpy"):]) if "numpy" in parts else path.name
+
+
+SECTIONS = [
+    ("data", "Making a tensor"),
+    ("shapes", "Shapes"),
+    ("backward", "Backward"),
+    ("nonfinite", "Numbers that are not finite"),
+    ("losses", "Losses"),
+    ("training", "Modules and optimizers"),
+    ("python", "A Tensor is not a NumPy array"),
+    ("deep", "A very deep graph"),
+]
+
+_SOFTMAX_AXES = "logsumexp, log_softmax and softmax reduce over an axis it has"
+
+CASES = [
+    # -- making a tensor -------------------------------------------------------------
+    Case(
+        id="string-data", section="data", title="A string as data",
+        code='Tensor("a")',
+        raises=(TypeError, "Tensor: the data must be real numbers, got dtype <U1 (shape (), "
+                           "first entries ['a']); the engine computes in float64 only"),
+        advice="Pass numbers. Text read from a file becomes numbers with `float(text)` or "
+               "`np.loadtxt`.",
+    ),
+    Case(
+        id="object-array", section="data", title="An object array (numbers mixed with text)",
+        code='Tensor(np.array([1, "a"], dtype=object))',
+        raises=(TypeError, "Tensor: the data must be real numbers, got dtype object (shape (2,), "
+                           "first entries [1, 'a']); the engine computes in float64 only"),
+        advice="An object array usually comes from a column that mixes numbers with text or "
+               "`None`. Clean it, then convert it with `.astype(float)`.",
+    ),
+    Case(
+        id="none-data", section="data", title="None as data",
+        code="Tensor(None)",
+        raises=(TypeError, "Tensor: the data must be real numbers, got dtype object (shape (), "
+                           "first entries [None]); the engine computes in float64 only"),
+        advice="A variable you meant to fill is still `None`, often a function that forgot "
+               "to `return`.",
+    ),
+    Case(
+        id="complex-data", section="data", title="Complex numbers",
+        code="Tensor([1 + 2j])",
+        raises=(TypeError, "Tensor: the data must be real numbers, got dtype complex128 "
+                           "(shape (1,), first entries [1.+2.j]); the engine computes in "
+                           "float64 only"),
+        advice="The engine differentiates real functions only. Carry the real and the "
+               "imaginary parts as two real tensors.",
+    ),
+    Case(
+        id="ragged-list", section="data", title="Rows of different lengths",
+        code="Tensor([[1.0, 2.0], [3.0]])",
+        raises=(ValueError, "Tensor: the data is not a rectangular array of numbers: setting "
+                            "an array element with a sequence. The requested array has an "
+                            "inhomogeneous shape after 1 dimensions. The detected shape was "
+                            "(2,) + inhomogeneous part."),
+        advice="Every row needs the same length. Pad the short rows, or keep them as "
+               "separate tensors.",
+    ),
+    Case(
+        id="list-of-tensors", section="data", title="A list of tensors",
+        code="""\
+            a, b = Tensor(1.0), Tensor(2.0)
+            Tensor([a, b])""",
+        raises=(TypeError, "Tensor: the data must be real numbers, got dtype object (shape (2,), "
+                           "first entries [Tensor(1.), Tensor(2.)]); the engine computes in "
+                           "float64 only"),
+        advice="`Tensor()` takes numbers, and the engine has no stack operation. Combine "
+               "the tensors with operations (`a * w + b`) so that gradients reach them, or "
+               "build the array from their `.data` if you want a constant.",
+    ),
+    Case(
+        id="tensor-of-tensor", section="data", title="A Tensor made from a Tensor",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            y = Tensor(x)
+            (y * y).sum().backward()
+            print("x.grad =", x.grad, " y.grad =", y.grad)""",
+        prints="x.grad = [0. 0.]  y.grad = [2. 4.]\n",
+        advice="It works, but `Tensor(x)` copies the values into a new leaf with no link to "
+               "`x`'s graph, so `x` gets no gradient. `torch.tensor(x)` does the same and warns. "
+               "Use `x` itself to keep the graph, or `x.detach()` to say you want a constant.",
+    ),
+    Case(
+        id="integer-data", section="data", title="Integers, then backward",
+        code="""\
+            x = Tensor([1, 2, 3])
+            (x * x).sum().backward()
+            print(x.data.dtype, x.grad)""",
+        prints="float64 [2. 4. 6.]\n",
+        advice="It works: the engine has one dtype, so integers become float64 and get "
+               "gradients. PyTorch refuses: `torch.tensor([1, 2, 3], requires_grad=True)` "
+               "raises `RuntimeError: Only Tensors of floating point and complex dtype can "
+               "require gradients`.",
+    ),
+    Case(
+        id="boolean-leaf", section="data", title="Booleans that need a gradient",
+        code="Tensor([True, False])",
+        raises=(TypeError, "Tensor: the data is boolean, and a boolean tensor cannot require a "
+                           "gradient; pass requires_grad=False for a mask, or convert with "
+                           ".astype(float)"),
+        advice="A mask is a constant: `Tensor(mask, requires_grad=False)`, or multiply by the "
+               "NumPy array itself.",
+    ),
+    Case(
+        id="shape-as-arguments", section="data", title="A shape instead of data",
+        code="""\
+            x = Tensor(2, 3)
+            print(x.shape, x.requires_grad)""",
+        prints="() 3\n",
+        advice="`Tensor(2, 3)` is the number 2 with `requires_grad=3`, not a 2 by 3 tensor "
+               "(`torch.Tensor(2, 3)` makes one). Pass the values: "
+               "`Tensor(np.zeros((2, 3)))`.",
+        defect="Tensor: requires_grad must be True or False, got 3 (to make a tensor of "
+               "shape (2, 3), pass the values: Tensor(np.zeros((2, 3))))",
+    ),
+    # -- shapes ----------------------------------------------------------------------
+    Case(
+        id="broadcast-mismatch", section="shapes", title="Shapes that do not broadcast",
+        code="Tensor(np.ones((2, 3))) + Tensor(np.ones((3, 2)))",
+        raises=(ValueError, "+: shapes (2, 3) and (3, 2) cannot be broadcast together "
+                            "(aligned from the right, each pair of lengths must be equal or "
+                            "contain a 1)"),
+        advice="Line the shapes up from the right: each pair of lengths must match or one "
+               "of them must be 1. Here one operand is probably the other's transpose "
+               "(`.T`). Chapter {doc}`shapes` has the rule.",
+    ),
+    Case(
+        id="matmul-inner-sizes", section="shapes", title="`@` with mismatched inner sizes",
+        code="""\
+            a = Tensor(np.ones((2, 3)))
+            b = Tensor(np.ones((2, 3)))
+            a @ b""",
+        raises=(ValueError, "@: shapes (2, 3) and (2, 3) do not fit: the last axis of the "
+                            "left must equal the second-to-last (or only) axis of the right"),
+        advice="`(n, k) @ (k, m)` gives `(n, m)`: the two inner lengths must agree. "
+               "`a @ b.T` fits here.",
+    ),
+    Case(
+        id="matmul-batch-axes", section="shapes", title="`@` on stacks that do not broadcast",
+        code="Tensor(np.ones((2, 2, 3))) @ Tensor(np.ones((3, 3, 4)))",
+        raises=(ValueError, "@ (batch axes): shapes (2,) and (3,) cannot be broadcast together "
+                            "(aligned from the right, each pair of lengths must be equal or "
+                            "contain a 1)"),
+        advice="The axes before the last two are a stack of matrices, and they broadcast "
+               "like any other operation: here 2 matrices cannot pair with 3.",
+    ),
+    Case(
+        id="linear-wrong-features", section="shapes",
+        title="A layer given the wrong number of features",
+        code="""\
+            layer = nn.Linear(2, 3, np.random.default_rng(0))
+            layer(Tensor(np.ones((4, 3))))""",
+        raises=(ValueError, "@: shapes (4, 3) and (2, 3) do not fit: the last axis of the "
+                            "left must equal the second-to-last (or only) axis of the right"),
+        advice="`nn.Linear(fan_in, fan_out)` takes inputs of shape `(batch, fan_in)`: here 2 "
+               "features, and the batch has 3. The engine stores the weight `(fan_in, "
+               "fan_out)`, the transpose of PyTorch's.",
+    ),
+    Case(
+        id="reshape-wrong-size", section="shapes", title="`reshape` to a size that differs",
+        code="Tensor(np.ones(6)).reshape(4, 2)",
+        raises=(ValueError, "cannot reshape array of size 6 into shape (4,2)"),
+        advice="A reshape keeps every entry: the new shape's lengths must multiply to the "
+               "old size. One length may be `-1`, to be worked out.",
+        defect="reshape: a tensor of shape (6,) has 6 entries, and shape (4, 2) holds 8",
+    ),
+    Case(
+        id="sum-missing-axis", section="shapes", title="A sum over an axis that does not exist",
+        code="Tensor(np.ones((2, 3))).sum(axis=2)",
+        raises=(np.exceptions.AxisError, "axis 2 is out of bounds for array of dimension 2"),
+        advice="Axes count from 0: a `(2, 3)` tensor has axes 0 and 1 (or -2 and -1). The "
+               "same holds for `mean` and `max`.",
+        defect="sum: axis 2 does not exist in a tensor of shape (2, 3) (axes 0 and 1, or "
+               "-2 and -1)",
+    ),
+    Case(
+        id="transpose-wrong-axes", section="shapes",
+        title="`transpose` with an axis that does not exist",
+        code="Tensor(np.ones((2, 3))).transpose(0, 2)",
+        raises=(np.exceptions.AxisError, "axis 2 is out of bounds for array of dimension 2"),
+        advice="`transpose` takes a reordering of all the axes, here of `(0, 1)`: "
+               "`transpose(1, 0)`, or `.T`.",
+        defect="transpose: (0, 2) is not an order of the axes (0, 1) of a tensor of "
+               "shape (2, 3)",
+    ),
+    Case(
+        id="index-out-of-range", section="shapes", title="An index out of range",
+        code="""\
+            x = Tensor([1.0, 2.0, 3.0])
+            x[3]""",
+        raises=(IndexError, "index 3 is out of bounds for axis 0 with size 3"),
+        advice="Indices of a length-3 axis run from 0 to 2 (or -3 to -1).",
+        defect="index: 3 is out of range for axis 0 of a tensor of shape (3,) (valid: 0 "
+               "to 2, or -3 to -1)",
+    ),
+    Case(
+        id="softmax-missing-axis", section="shapes",
+        title="`softmax` over an axis that does not exist",
+        code="functional.softmax(Tensor([1.0, 2.0, 3.0]), axis=1)",
+        raises=(ValueError, "axis 1 is out of range for a tensor of shape (3,): "
+                            + _SOFTMAX_AXES),
+        advice="A vector has one axis: `axis=0`, or the default `axis=-1`. For a batch, make "
+               "it `(batch, classes)` and use `axis=1`.",
+    ),
+    # -- backward --------------------------------------------------------------------
+    Case(
+        id="backward-boolean-mask", section="backward", title="`backward()` on a boolean mask",
+        code="""\
+            mask = Tensor([True, False], requires_grad=False)
+            mask.backward()""",
+        raises=(RuntimeError, "backward: this tensor does not require a gradient: none of the "
+                              "tensors it was computed from has requires_grad=True, or it was "
+                              "computed inside no_grad()"),
+        advice="A mask is a constant, and there is nothing to differentiate. Call `backward()` "
+               "on the loss, a result of the tensors you want gradients for.",
+    ),
+    Case(
+        id="backward-constant", section="backward", title="`backward()` on constants only",
+        code="""\
+            x = Tensor([1.0, 2.0], requires_grad=False)
+            (x * 2).sum().backward()""",
+        raises=(RuntimeError, "backward: this tensor does not require a gradient: none of the "
+                              "tensors it was computed from has requires_grad=True, or it was "
+                              "computed inside no_grad()"),
+        advice="Make the tensors you want a gradient for with `requires_grad=True` (the "
+               "default).",
+    ),
+    Case(
+        id="backward-after-no-grad", section="backward",
+        title="`backward()` on a result computed inside `no_grad()`",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            with no_grad():
+                y = (x * x).sum()
+            y.backward()""",
+        raises=(RuntimeError, "backward: this tensor does not require a gradient: none of the "
+                              "tensors it was computed from has requires_grad=True, or it was "
+                              "computed inside no_grad()"),
+        advice="`no_grad()` records nothing, which is what evaluation wants. Compute the loss "
+               "you train on outside it (chapter {doc}`memory`).",
+    ),
+    Case(
+        id="seed-wrong-shape", section="backward", title="`backward(seed)` with a seed of the wrong shape",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            y = x * x
+            y.backward(np.ones(3))""",
+        raises=(ValueError, "backward: seed of shape (3,) for a tensor of shape (2,)"),
+        advice="The seed is the adjoint of `y`: one entry per entry of `y`, so of `y`'s shape.",
+    ),
+    Case(
+        id="seed-number-for-vector", section="backward", title="A number as the seed of a vector",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            (x * x).backward(1.0)""",
+        raises=(ValueError, "backward: seed of shape () for a tensor of shape (2,)"),
+        advice="A number seeds a scalar only. For a vector `y`, pass `np.ones(y.shape)`, or "
+               "call `y.sum().backward()`.",
+    ),
+    Case(
+        id="non-scalar-backward", section="backward", title="`backward()` on a vector",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            y = x * x
+            y.backward()
+            print("x.grad =", x.grad)""",
+        prints="x.grad = [2. 4.]\n",
+        advice="It works: with no seed the engine seeds ones of `y`'s shape, which is the "
+               "gradient of `y.sum()`. PyTorch refuses: `RuntimeError: grad can be implicitly "
+               "created only for scalar outputs`.",
+    ),
+    Case(
+        id="backward-twice", section="backward", title="`backward()` twice",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            loss = (x * x).sum()
+            loss.backward()
+            loss.backward()""",
+        raises=(RuntimeError, "backward through a freed graph: the closure of 'sum' and the "
+                              "values it saved were released by an earlier backward() to give "
+                              "their memory back. Call backward(retain_graph=True) the first "
+                              "time if you need a second sweep, or run the forward pass "
+                              "again."),
+        advice="Run the forward pass again for each backward, as a training loop does, or "
+               "pass `retain_graph=True` to the first `backward` (chapter {doc}`memory`).",
+    ),
+    Case(
+        id="changed-in-place", section="backward",
+        title="A saved value changed in place before `backward()`",
+        code="""\
+            x = Tensor([1.0, 2.0])
+            loss = x.sin().sum()
+            x.data += 1.0
+            loss.backward()""",
+        raises=(RuntimeError, "a tensor of shape (2,) saved by 'sin' was changed in place after "
+                              "the forward pass (saved at version 0, now version 1): its "
+                              "gradient would belong to no forward pass. Run the forward pass "
+                              "again after the change, or change a copy instead."),
+        advice="Change parameters after `backward`, as an optimizer's `step()` does, or "
+               "change a copy (chapter {doc}`memory`).",
+    ),
+    Case(
+        id="tensor-exponent", section="backward", title="`**` with a Tensor exponent",
+        code="""\
+            x = Tensor([2.0, 3.0])
+            p = Tensor([3.0, 0.5])
+            (x ** p).sum().backward()
+            print("x.grad =", np.round(x.grad, 4), " p.grad =", np.round(p.grad, 4))""",
+        prints="x.grad = [12.      0.2887]  p.grad = [5.5452 1.9029]\n",
+        advice="It works, and both gradients are PyTorch's: $p x^{p-1}$ for the base and "
+               "$x^p \\ln x$ for the exponent (0 where $x = 0$).",
+    ),
+    Case(
+        id="pow-zero-at-zero", section="backward", title="The gradient of `x ** 0` at 0",
+        code="""\
+            x = Tensor([0.0, 2.0])
+            (x ** 0).sum().backward()
+            print("x.grad =", x.grad)""",
+        line=2,
+        warns=((RuntimeWarning, "divide by zero encountered in power"),
+               (RuntimeWarning, "invalid value encountered in multiply")),
+        prints="x.grad = [nan  0.]\n",
+        advice="$x^0 = 1$ everywhere, so the gradient is 0, and PyTorch gives 0. The engine "
+               "computes $0 \\cdot 0^{-1}$, which is nan. Avoid a zero exponent, or replace "
+               "the nan: `np.nan_to_num(x.grad)`.",
+        defect="the gradient should be 0 where p == 0, as PyTorch masks it, with no warning "
+               "(engine/tensor.py, Tensor.__pow__ backward_fn: p * x ** (p - 1) is 0 * inf "
+               "at x = 0)",
+    ),
+    # -- numbers that are not finite -------------------------------------------------
+    Case(
+        id="log-negative", section="nonfinite", title="`log` of a negative number, and of 0",
+        code="""\
+            y = Tensor([-1.0, 0.0, 1.0]).log()
+            print(y.data)""",
+        line=1,
+        warns=((RuntimeWarning, "log: 2 of 3 entries are not finite (divide by zero encountered "
+                                "in log; log of a negative number is nan and log 0 is -inf); "
+                                "PyTorch gives the same values without a warning, and their "
+                                "gradients will not be finite either"),),
+        prints="[ nan -inf   0.]\n",
+        advice="The values are nan and -inf, as in PyTorch; the warning points at your line. "
+               "Keep the argument positive, e.g. `(x + 1e-12).log()` for probabilities, or "
+               "work with logits and `functional.log_softmax`.",
+    ),
+    Case(
+        id="sqrt-negative", section="nonfinite", title="`sqrt` of a negative number",
+        code="Tensor([4.0, -4.0]).sqrt()",
+        warns=((RuntimeWarning, "sqrt: 1 of 2 entries are not finite (invalid value encountered "
+                                "in sqrt; sqrt of a negative number is nan); PyTorch gives the "
+                                "same values without a warning, and their gradients will not "
+                                "be finite either"),),
+        advice="A variance or a squared length that came out negative is usually rounding: "
+               "clip it, `(v.relu() + 1e-12).sqrt()`.",
+    ),
+    Case(
+        id="divide-by-zero", section="nonfinite", title="Division by zero",
+        code="Tensor([1.0, 0.0]) / Tensor([0.0, 0.0])",
+        warns=((RuntimeWarning, "/: 2 of 2 entries are not finite (divide by zero encountered in "
+                                "divide; division by 0 gives inf, and 0 / 0 gives nan); PyTorch "
+                                "gives the same values without a warning, and their gradients "
+                                "will not be finite either"),),
+        advice="Add a small constant to the denominator, `x / (n + 1e-12)`, or skip the "
+               "entries where it is 0.",
+    ),
+    Case(
+        id="exp-overflow", section="nonfinite", title="`exp` of a large number",
+        code="Tensor([1000.0]).exp()",
+        warns=((RuntimeWarning, "exp: 1 of 1 entries are not finite (overflow encountered in "
+                                "exp; exp overflows to inf above about 709.78); PyTorch gives "
+                                "the same values without a warning, and their gradients will "
+                                "not be finite either"),),
+        advice="Exponentials of logits belong in `functional.softmax`, `log_softmax` or "
+               "`cross_entropy`, which subtract the maximum first (chapter {doc}`losses`).",
+    ),
+    Case(
+        id="fractional-power-of-negative", section="nonfinite",
+        title="A fractional power of a negative number",
+        code="Tensor([-8.0]) ** (1 / 3)",
+        warns=((RuntimeWarning, "**0.333333: 1 of 1 entries are not finite (invalid value "
+                                "encountered in power; x ** p is nan for x < 0 and a fractional "
+                                "p, inf for x = 0 and p < 0); PyTorch gives the same values "
+                                "without a warning, and their gradients will not be finite "
+                                "either"),),
+        advice="Real powers are defined for $x > 0$ only. For a cube root with a sign, use "
+               "`x.abs() ** (1 / 3)` times the sign of `x.data`.",
+    ),
+    Case(
+        id="norm-at-zero", section="nonfinite", title="The gradient of a length at 0",
+        code="""\
+            x = Tensor([0.0, 0.0])
+            length = (x * x).sum().sqrt()
+            length.backward()
+            print("x.grad =", x.grad)""",
+        line=3,
+        warns=((RuntimeWarning, "divide by zero encountered in divide"),
+               (RuntimeWarning, "invalid value encountered in multiply"),
+               (RuntimeWarning, "invalid value encountered in multiply")),
+        prints="x.grad = [nan nan]\n",
+        advice="$\\sqrt{\\cdot}$ has an infinite slope at 0, so the gradient of a length at "
+               "the zero vector is nan, in PyTorch too. Use the squared length, or "
+               "`(s + 1e-12).sqrt()`.",
+        defect="backward: the gradient of 'sqrt' is not finite for 2 of 2 entries (sqrt' is "
+               "inf at 0), pointing at the line of backward(); today NumPy's own warnings "
+               "come from inside engine/ (backward closures run without the forward pass's "
+               "`checked`)",
+    ),
+    Case(
+        id="nan-reaching-cross-entropy", section="nonfinite", title="A nan that reaches the loss",
+        code="""\
+            scale = Tensor([[1.0], [-1.0]]).log()
+            logits = Tensor(np.ones((2, 3))) * scale
+            functional.cross_entropy(logits, [0, 1])""",
+        warn_line=1,
+        warns=((RuntimeWarning, "log: 1 of 2 entries are not finite (invalid value encountered in "
+                                "log; log of a negative number is nan and log 0 is -inf); PyTorch "
+                                "gives the same values without a warning, and their gradients "
+                                "will not be finite either"),),
+        raises=(ValueError, "logits contain 3 non-finite values, first nan at row 1, column 0: "
+                            "a nan or inf made earlier in the forward pass (log or sqrt of a "
+                            "negative number, an overflow, a learning rate that is too large) "
+                            "reached the loss"),
+        advice="The warning names the operation that made the nan (here line 1); the loss "
+               "refuses to hide it in a nan loss. Fix the operation the warning names.",
+    ),
+    Case(
+        id="nan-in-squared-error", section="nonfinite", title="A nan that reaches a squared error",
+        code="""\
+            prediction = Tensor([1.0, np.nan])
+            loss = ((prediction - 1.0) ** 2).mean()
+            print("loss =", loss.data)""",
+        prints="loss = nan\n",
+        advice="No warning: arithmetic on a nan that is already there is silent, in NumPy and "
+               "PyTorch alike; only the operation that makes one warns. Check "
+               "`np.isfinite(loss.data)` in a training loop, and look for the first warning.",
+    ),
+    Case(
+        id="softmax-of-inf", section="nonfinite", title="`softmax` of an infinite logit",
+        code="""\
+            p = functional.softmax(Tensor([1.0, np.inf]))
+            print("p =", p.data)""",
+        line=1,
+        warns=((RuntimeWarning, "invalid value encountered in subtract"),),
+        prints="p = [nan nan]\n",
+        advice="The values are PyTorch's, nan. An infinite logit was made earlier: find the "
+               "warning that made it. (A logit of `-np.inf` is fine: it masks its class.)",
+        defect="softmax: 1 of 2 entries of x are not finite (inf - inf is nan); today NumPy's "
+               "own warning comes from inside engine/ (Tensor's - does not go through "
+               "`checked`, so inf - inf, 0 * inf and the like warn in NumPy's words)",
+    ),
+    # -- losses ----------------------------------------------------------------------
+    Case(
+        id="target-out-of-range", section="losses",
+        title="`cross_entropy` with a target out of range",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, 3])",
+        raises=(ValueError, "target 3 at row 1 is out of range for 3 classes (valid: 0 to 2)"),
+        advice="Classes are numbered from 0: with 3 columns of logits, targets are 0, 1 or 2. "
+               "Labels numbered from 1 need `targets - 1`.",
+    ),
+    Case(
+        id="target-minus-100", section="losses", title="PyTorch's ignored target, -100",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -100])",
+        raises=(ValueError, "target -100 at row 1 is out of range for 3 classes (valid: 0 "
+                            "to 2)"),
+        advice="PyTorch ignores -100 by default; the engine ignores nothing unless asked: "
+               "pass `ignore_index=-100`.",
+    ),
+    Case(
+        id="float-targets", section="losses", title="Targets as floats",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), np.array([0.0, 2.0]))",
+        raises=(TypeError, "targets must be class indices (integers), got dtype float64"),
+        advice="Targets are class numbers: `targets.astype(int)`. (PyTorch reads float "
+               "targets as class probabilities; the engine has no such form.)",
+    ),
+    Case(
+        id="tensor-targets", section="losses", title="Targets as a Tensor",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), Tensor([0, 2]))",
+        raises=(TypeError, "targets must be class indices (integers), got a Tensor, whose "
+                           "entries are floats: pass an integer array or a list"),
+        advice="Pass `[0, 2]` or `np.array([0, 2])`: targets get no gradient, so they need "
+               "not be a Tensor.",
+    ),
+    Case(
+        id="logits-as-array", section="losses", title="Logits as a NumPy array",
+        code="functional.cross_entropy(np.zeros((2, 3)), [0, 2])",
+        raises=(TypeError, "logits must be a Tensor, got ndarray: wrap them, Tensor(logits), "
+                           "to get their gradient"),
+        advice="The loss is recorded on the graph of its logits: pass the Tensor your model "
+               "returned, not its `.data`.",
+    ),
+    Case(
+        id="one-row-of-logits", section="losses", title="One example's logits as a vector",
+        code="functional.cross_entropy(Tensor([1.0, 2.0, 3.0]), [2])",
+        raises=(ValueError, "logits must have shape (N, C), got (3,)"),
+        advice="The loss takes a batch: one row per example. Make one example a batch of "
+               "one with `logits.reshape(1, -1)`.",
+    ),
+    Case(
+        id="unknown-reduction", section="losses", title="A reduction that does not exist",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, 2], reduction='avg')",
+        raises=(ValueError, "reduction must be 'mean', 'sum' or 'none', got 'avg'"),
+        advice="Use `'mean'` (the default), `'sum'` or `'none'`.",
+    ),
+    # -- modules and optimizers ------------------------------------------------------
+    Case(
+        id="layers-in-a-dict", section="training",
+        title="An optimizer given no parameters (layers kept in a dict)",
+        code="""\
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = {"first": nn.Linear(2, 1, np.random.default_rng(0))}
+            optim.SGD(Net().parameters(), lr=0.1)""",
+        raises=(ValueError, "the optimizer got an empty list of parameters"),
+        advice="A module finds sub-modules in its attributes and in lists or tuples of them, "
+               "not in dicts: use a list, or one attribute per layer.",
+    ),
+    Case(
+        id="optimizer-given-method", section="training",
+        title="An optimizer given `model.parameters` without brackets",
+        code="""\
+            model = nn.Linear(2, 1, np.random.default_rng(0))
+            optim.SGD(model.parameters, lr=0.1)""",
+        raises=(TypeError, "'method' object is not iterable"),
+        advice="Call it: `model.parameters()`.",
+        defect="SGD: params must be a list of Parameters, e.g. model.parameters() with the "
+               "brackets; got a method",
+    ),
+    Case(
+        id="optimizer-given-model", section="training", title="An optimizer given the model",
+        code="""\
+            model = nn.Linear(2, 1, np.random.default_rng(0))
+            optim.Adam(model, lr=0.1)""",
+        raises=(TypeError, "'Linear' object is not iterable"),
+        advice="Optimizers take the parameters: `optim.Adam(model.parameters(), lr=0.1)`.",
+        defect="Adam: params must be a list of Parameters, e.g. model.parameters(); got a "
+               "Linear module",
+    ),
+    Case(
+        id="grad-set-to-none", section="training", title="`step()` after setting grads to None",
+        code="""\
+            model = nn.Linear(2, 1, np.random.default_rng(0))
+            opt = optim.SGD(model.parameters(), lr=0.1)
+            for p in model.parameters():
+                p.grad = None
+            opt.step()""",
+        raises=(TypeError, "unsupported operand type(s) for +: 'NoneType' and 'float'"),
+        advice="In this engine a leaf's grad is an array of zeros, never None: reset it with "
+               "`opt.zero_grad()` or `model.zero_grad()`.",
+        defect="SGD.step: the grad of parameter 0 (shape (2, 1)) is None; reset grads with "
+               "zero_grad(), which sets them to zeros",
+    ),
+    Case(
+        id="state-dict-wrong-shape", section="training",
+        title="Loading a state dict with a wrong shape",
+        code="""\
+            model = nn.Linear(2, 3, np.random.default_rng(0))
+            state = model.state_dict()
+            state["weight"] = np.zeros((3, 2))
+            model.load_state_dict(state)""",
+        raises=(ValueError, "load_state_dict: 'weight' has shape (2, 3) in the model and (3, 2) "
+                            "in the file"),
+        advice="A weight saved by PyTorch is stored `(fan_out, fan_in)`: load its transpose, "
+               "`state['weight'] = state['weight'].T`.",
+    ),
+    Case(
+        id="state-dict-missing-key", section="training",
+        title="Loading a state dict with a name missing",
+        code="""\
+            model = nn.Linear(2, 3, np.random.default_rng(0))
+            model.load_state_dict({"weight": np.zeros((2, 3))})""",
+        raises=(KeyError, "\"load_state_dict: missing ['bias'], unexpected []\""),
+        advice="Every parameter and buffer needs its array, under the names "
+               "`model.state_dict()` uses.",
+    ),
+    Case(
+        id="seed-instead-of-rng", section="training", title="A seed where a generator goes",
+        code="nn.MLP([2, 3, 1], 0)",
+        raises=(AttributeError, "'int' object has no attribute 'uniform'"),
+        advice="Layers draw their weights from a NumPy Generator: "
+               "`nn.MLP([2, 3, 1], np.random.default_rng(0))`.",
+        defect="Linear: rng must be a NumPy Generator, e.g. np.random.default_rng(0); got "
+               "the int 0",
+    ),
+    Case(
+        id="forward-misspelt", section="training", title="A module whose `forward` is misspelt",
+        code="""\
+            class Net(nn.Module):
+                def foward(self, x):
+                    return x * 2
+            Net()(Tensor([1.0]))""",
+        raises=(NotImplementedError, "Net must define forward(x)"),
+        advice="Calling a module calls its `forward`: check the spelling.",
+    ),
+    # -- not a NumPy array -----------------------------------------------------------
+    Case(
+        id="numpy-ufunc-on-tensor", section="python", title="A NumPy function on a Tensor",
+        code="np.exp(Tensor([1.0]))",
+        raises=(TypeError, "operand 'Tensor' does not support ufuncs (__array_ufunc__=None)"),
+        advice="NumPy's functions would not record a graph. Use the Tensor's method, "
+               "`x.exp()`, or `np.exp(x.data)` for a constant.",
+    ),
+    Case(
+        id="numpy-sum-on-tensor", section="python", title="`np.sum` of a Tensor",
+        code="np.sum(Tensor([1.0, 2.0]))",
+        raises=(TypeError, "Tensor.sum() got an unexpected keyword argument 'out'"),
+        advice="Use the method, `x.sum()`, which records the graph.",
+        defect="np.sum does not record a graph: call x.sum(), or np.sum(x.data) for a "
+               "constant (e.g. a Tensor.__array_function__ that says so)",
+    ),
+    Case(
+        id="compare-tensors", section="python", title="Comparing a Tensor with a number",
+        code="""\
+            loss = Tensor(0.5)
+            if loss < 1.0:
+                print("small")""",
+        line=2,
+        raises=(TypeError, "'<' not supported between instances of 'Tensor' and 'float'"),
+        advice="Compare the values: `loss.data < 1.0`, or `float(loss.data)`.",
+    ),
+    Case(
+        id="tensor-equality", section="python", title="`==` between tensors",
+        code="print(Tensor([1.0]) == Tensor([1.0]))",
+        prints="False\n",
+        advice="`==` asks whether they are the same object (PyTorch compares entries). "
+               "Compare values with `np.array_equal(a.data, b.data)`.",
+    ),
+    Case(
+        id="format-a-tensor", section="python", title="Formatting a loss with `:.3f`",
+        code="""\
+            loss = Tensor(0.5)
+            print(f"loss {loss:.3f}")""",
+        raises=(TypeError, "unsupported format string passed to Tensor.__format__"),
+        advice="Format the number: `f\"loss {float(loss.data):.3f}\"`.",
+    ),
+    # -- a very deep graph -----------------------------------------------------------
+    Case(
+        id="deep-graph", section="deep", title="A graph 100,000 operations deep",
+        code="""\
+            x = Tensor(1.0)
+            c = Tensor(1.000001, requires_grad=False)
+            y = x
+            for _ in range(100_000):
+                y = y * c
+            y.backward()
+            print("x.grad =", round(float(x.grad), 6), " 1.000001 ** 100000 =",
+                  round(1.000001 ** 100_000, 6))""",
+        prints="x.grad = 1.105171  1.000001 ** 100000 = 1.105171\n",
+        advice="It works: the topological sort is a loop, not a recursion, so no depth limit "
+               "applies. `tests/test_deep_graph.py` runs 1,000,000 operations and measures "
+               "the memory per node.",
+    ),
+]
