@@ -607,6 +607,14 @@ CASES = [
                "returned, not its `.data`.",
     ),
     Case(
+        id="softmax-of-an-array", section="losses", title="`softmax` of a NumPy array",
+        code="functional.softmax(np.array([1.0, 2.0, 3.0]))",
+        raises=(TypeError, "logsumexp, log_softmax and softmax take a Tensor, got ndarray: "
+                           "wrap it, Tensor(x)"),
+        advice="These functions record a graph, so they take a Tensor: `softmax(Tensor(a))`. "
+               "For plain arrays, `scipy.special.softmax` does the same without a graph.",
+    ),
+    Case(
         id="one-row-of-logits", section="losses", title="One example's logits as a vector",
         code="functional.cross_entropy(Tensor([1.0, 2.0, 3.0]), [2])",
         raises=(ValueError, "logits must have shape (N, C), got (3,)"),

@@ -88,10 +88,13 @@ def case_markdown(E, case, outcome):
     origin = _origin(E, case, outcome)
     if origin:
         lines += [origin, ""]
-    if case.defect:
+    said = outcome.error is not None or outcome.warnings
+    if case.defect and said:
         lines += ["The engine does not check this case yet: what you see comes from the code "
                   "underneath it, not from a check that names the engine's operation.", ""]
-    heading = "What to do." if outcome.error is not None or outcome.warnings else "Note."
+    elif case.defect:
+        lines += ["The engine does not check this case yet: it runs, but not as you meant.", ""]
+    heading = "What to do." if said else "Note."
     lines += [f"**{heading}** {case.advice}", ""]
     return "\n".join(lines)
 
