@@ -7,15 +7,21 @@
   output differs from it, wrote to stderr or raised, is a warning located at
   `book/<chapter>.md:<line>` of its ```{code-cell}``` fence. Warnings are errors in
   the book's build (`-W`), so an unverified chapter fails it.
-  The check runs at `env-check-consistency`, and every page holding the report is
-  re-read on every build, so an unchanged but unverified chapter fails the next
-  build too (Sphinx skips that phase when nothing was re-read).
+  The check runs at `env-updated`, which Sphinx emits on every build, even one
+  that re-reads nothing, so an unchanged but unverified chapter fails the next
+  build too. The page holding the report is re-read only when some other page
+  is (its numbers come from them): a rebuild with nothing changed reads and
+  writes nothing.
   A figure that reaches the page as its text repr (`<Figure size ...>`, no image)
   is a warning at its cell as well.
 * ```{execution-report}``` renders one row per chapter: code cells, verified
   outputs (cells with `expect:` that match), figures (of which interactive),
   execution time and status (myst-nb's execution data), and the engine modules its
   cells import. Pair it with myst-nb's ```{nb-exec-table}```.
+* A page that reads data files names them in its front matter, relative to the
+  page (`data_files: [data/benchmarks.json]`); the page is re-read, and so
+  re-executed if it also sets `mystnb: execution_mode: force`, whenever one of
+  them changes.
 """
 
 import ast
@@ -150,9 +156,17 @@ def engine_modules(nb, root):
     return sorted(found)
 
 
+def executed_once(app, docname):
+    """`executed_notebook`, read once per build for the check and the table both."""
+    made = app.__dict__.setdefault("_engine_report_executed", {})
+    if docname not in made:
+        made[docname] = executed_notebook(app, docname)
+    return made[docname]
+
+
 def chapter_row(app, docname, root, exec_data=None):
     """The report's numbers for one chapter (None when it has no executed notebook)."""
-    nb, glue = executed_notebook(app, docname)
+    nb, glue = executed_once(app, docname)
     if nb is None:
         return None
     cells = code_cells(nb)
@@ -185,7 +199,7 @@ def notebook_docnames(env):
 def check_chapters(app, env):
     """Warn, at the cell's fence line, for every unverified output of every chapter."""
     for docname in notebook_docnames(env):
-        nb, glue = executed_notebook(app, docname)
+        nb, glue = executed_once(app, docname)
         if nb is None:
             continue
         for cell, failure in failures(nb):
@@ -201,9 +215,41 @@ def check_chapters(app, env):
                            subtype="figure")
 
 
-def always_reread_report(app, env, added, changed, removed):
-    """Re-read the pages with a report, so their numbers and the check are always fresh."""
-    return sorted(d for d in getattr(env, ENV_KEY, set()) if d in env.found_docs and d not in removed)
+def reread_report(app, env, added, changed, removed):
+    """Re-read the pages with a report when a chapter (a notebook, or a page not read
+    before) is added, changed or removed: the report's numbers come from them."""
+    reports = getattr(env, ENV_KEY, set())
+    chapters = {d for d in changed if "kernelspec" in env.metadata.get(d, {"kernelspec": 1})}
+    if not (set(added) | set(removed) | chapters) - reports:
+        return []
+    return sorted(d for d in reports if d in env.found_docs and d not in removed)
+
+
+def front_matter(text):
+    """The YAML front matter of a page's source as a dict ({} without one)."""
+    import yaml
+
+    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", text, re.S)
+    if not match:
+        return {}
+    try:
+        data = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def note_data_files(app, docname, source):
+    """Make a page depend on the data files its front matter names (`data_files:`)."""
+    files = front_matter(source[0]).get("data_files") or []
+    folder = Path(app.env.doc2path(docname)).parent
+    for name in [files] if isinstance(files, str) else files:
+        path = (folder / str(name)).resolve()
+        if not path.is_file():
+            LOGGER.warning(f"data file {name!r} (named in the front matter's data_files) "
+                           f"does not exist: {path}", location=(docname, 1), type="engine",
+                           subtype="data_files")
+        app.env.note_dependency(str(path))  # for the page being read: `docname`
 
 
 def purge(app, env, docname):
@@ -314,8 +360,9 @@ def setup(app):
     app.add_node(report_node)
     app.add_directive("execution-report", ExecutionReport)
     app.add_post_transform(ReportTransform)
-    app.connect("env-get-outdated", always_reread_report)
+    app.connect("env-get-outdated", reread_report)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
-    app.connect("env-check-consistency", check_chapters)
+    app.connect("source-read", note_data_files)
+    app.connect("env-updated", check_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,23 +1,71 @@
 """The four benchmark workloads, each written four ways: engine, NumPy by hand, PyTorch, HIPS autograd.
 
-Every implementation is a function of NumPy arrays that runs the forward pass
-and the backward pass and returns the gradients as NumPy arrays, so that
-`run.py` can check that all four agree before it times any of them.
-
     running_small   y = ln x1 + x1 x2 - sin x2 on 3 entries: the fixed cost per operation
     running_large   the same program on 1,000,000 entries: memory bandwidth
     mlp             784-256-256-10, tanh, batch 64, mean cross-entropy: matrix products
     chain           y = sin(sin(...sin(x)...)), 100,000 operations on one entry: graph bookkeeping
 
+Every implementation is a setup function `<program>_<implementation>(*inputs)`.
+It makes the inputs and parameters into the library's own leaves ONCE and
+returns `step`, a function of no arguments that runs ONE iteration: zero the
+leaves' gradients the library's own way (the engine's `Optimizer.zero_grad`
+line, `p.grad = None` for PyTorch; NumPy and autograd keep no gradients
+between calls), the forward pass, the backward pass. `step()` returns the
+gradients as NumPy arrays, so that `run.py` can check all four against the
+NumPy floor before it times any of them.
+
 PyTorch and autograd are imported only when asked for, so the engine and
-NumPy columns run without them.
+NumPy columns run without them. Everything is float64.
 """
 
 import numpy as np
 
-from engine import Tensor, functional
-
 CHAIN_DEPTH = 100_000
+RUNNING_SMALL = 3
+RUNNING_LARGE = 1_000_000
+MLP_SIZES = (784, 256, 256, 10)
+MLP_BATCH = 64
+
+# name: (inputs, program, what it measures, the one-sentence description the page shows)
+WORKLOADS = {
+    "running_small": {
+        "title": "running program, 3 entries",
+        "program": "running",
+        "measures": "fixed cost per operation",
+        "size": f"{RUNNING_SMALL} entries",
+        "description": "The book's running program y = ln x1 + x1 x2 - sin x2 on 3 entries: "
+                       "the arithmetic is nothing, so this is the fixed cost of each operation "
+                       "(a Python call, a node, a closure) forward and backward.",
+    },
+    "running_large": {
+        "title": "running program, 1,000,000 entries",
+        "program": "running",
+        "measures": "memory bandwidth",
+        "size": f"{RUNNING_LARGE:,} entries",
+        "description": "The same program on 1,000,000 entries: every operation streams "
+                       "8 MB arrays, so the time is memory traffic, and a library can only "
+                       "lose by making extra temporaries.",
+    },
+    "mlp": {
+        "title": "MLP 784-256-256-10, batch 64",
+        "program": "mlp",
+        "measures": "matrix products",
+        "size": "-".join(map(str, MLP_SIZES)) + f", batch {MLP_BATCH}",
+        "description": "A two-hidden-layer perceptron 784-256-256-10 with tanh, a batch of 64 "
+                       "and the mean cross-entropy loss: the time goes into six matrix "
+                       "products, so the BLAS library decides it.",
+    },
+    "chain": {
+        "title": "chain of 100,000 operations",
+        "program": "chain",
+        "measures": "graph bookkeeping",
+        "size": f"{CHAIN_DEPTH:,} operations, 1 entry",
+        "description": "y = sin(sin(...sin(x)...)) nested 100,000 deep on one entry: a graph "
+                       "as deep as it gets, so the time is recording nodes, sorting them "
+                       "topologically and walking them back.",
+    },
+}
+IMPLEMENTATIONS = ("engine", "numpy", "torch", "autograd")
 
 
 # -- inputs -------------------------------------------------------------------------
@@ -28,7 +76,7 @@ def running_inputs(n, seed=0):
     return rng.uniform(0.5, 2.0, n), rng.uniform(-3.0, 3.0, n)
 
 
-def mlp_inputs(seed=0, batch=64, sizes=(784, 256, 256, 10)):
+def mlp_inputs(seed=0, batch=MLP_BATCH, sizes=MLP_SIZES):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(batch, sizes[0]))
     targets = rng.integers(0, sizes[-1], batch)
@@ -43,67 +91,123 @@ def chain_inputs(seed=0):
     return (np.random.default_rng(seed).uniform(0.5, 1.5, 1),)
 
 
+def inputs(workload):
+    """The NumPy inputs of `workload` (the same arrays for every implementation)."""
+    return {
+        "running_small": lambda: running_inputs(RUNNING_SMALL),
+        "running_large": lambda: running_inputs(RUNNING_LARGE),
+        "mlp": mlp_inputs,
+        "chain": chain_inputs,
+    }[workload]()
+
+
 # -- the engine ---------------------------------------------------------------------
 
 
+def _engine_zero(leaves):
+    def zero():
+        for p in leaves:  # what engine.optim.Optimizer.zero_grad does
+            p.grad = np.zeros(p.shape)
+
+    return zero
+
+
 def running_engine(a, b):
+    from engine import Tensor
+
     x1, x2 = Tensor(a), Tensor(b)
-    y = x1.log() + x1 * x2 - x2.sin()
-    y.backward()
-    return x1.grad, x2.grad
+    zero = _engine_zero((x1, x2))
+
+    def step():
+        zero()
+        y = x1.log() + x1 * x2 - x2.sin()
+        y.backward()
+        return x1.grad, x2.grad
+
+    return step
 
 
 def mlp_engine(x, targets, params):
-    w1, b1, w2, b2, w3, b3 = ps = [Tensor(p) for p in params]
-    h = (Tensor(x, requires_grad=False) @ w1 + b1).tanh()
-    h = (h @ w2 + b2).tanh()
-    loss = functional.cross_entropy(h @ w3 + b3, targets)
-    loss.backward()
-    return [p.grad for p in ps]
+    from engine import Tensor, functional
+
+    ps = [Tensor(p) for p in params]
+    w1, b1, w2, b2, w3, b3 = ps
+    x = Tensor(x, requires_grad=False)
+    zero = _engine_zero(ps)
+
+    def step():
+        zero()
+        h = (x @ w1 + b1).tanh()
+        h = (h @ w2 + b2).tanh()
+        loss = functional.cross_entropy(h @ w3 + b3, targets)
+        loss.backward()
+        return [p.grad for p in ps]
+
+    return step
 
 
 def chain_engine(a):
-    x = y = Tensor(a)
-    for _ in range(CHAIN_DEPTH):
-        y = y.sin()
-    y.backward()
-    return (x.grad,)
+    from engine import Tensor
+
+    x = Tensor(a)
+    zero = _engine_zero((x,))
+
+    def step():
+        zero()
+        y = x
+        for _ in range(CHAIN_DEPTH):
+            y = y.sin()
+        y.backward()
+        return (x.grad,)
+
+    return step
 
 
 # -- NumPy by hand: the floor -------------------------------------------------------
 
 
 def running_numpy(a, b):
-    # y is computed (the forward pass) though only the gradients are returned
-    y = np.log(a) + a * b - np.sin(b)  # noqa: F841
-    return 1.0 / a + b, a - np.cos(b)
+    def step():
+        # y is computed (the forward pass) though only the gradients are returned
+        y = np.log(a) + a * b - np.sin(b)  # noqa: F841
+        return 1.0 / a + b, a - np.cos(b)
+
+    return step
 
 
 def mlp_numpy(x, targets, params):
     w1, b1, w2, b2, w3, b3 = params
-    h1 = np.tanh(x @ w1 + b1)
-    h2 = np.tanh(h1 @ w2 + b2)
-    logits = h2 @ w3 + b3
-    p = np.exp(logits - logits.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    n = len(targets)
-    d_logits = p
-    d_logits[np.arange(n), targets] -= 1.0
-    d_logits /= n
-    d_z2 = (d_logits @ w3.T) * (1.0 - h2 * h2)
-    d_z1 = (d_z2 @ w2.T) * (1.0 - h1 * h1)
-    return [x.T @ d_z1, d_z1.sum(0), h1.T @ d_z2, d_z2.sum(0), h2.T @ d_logits, d_logits.sum(0)]
+    rows = np.arange(len(targets))
+
+    def step():
+        h1 = np.tanh(x @ w1 + b1)
+        h2 = np.tanh(h1 @ w2 + b2)
+        logits = h2 @ w3 + b3
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        d_logits = p  # softmax minus one-hot, over the batch size
+        d_logits[rows, targets] -= 1.0
+        d_logits /= len(targets)
+        d_z2 = (d_logits @ w3.T) * (1.0 - h2 * h2)
+        d_z1 = (d_z2 @ w2.T) * (1.0 - h1 * h1)
+        return [x.T @ d_z1, d_z1.sum(0), h1.T @ d_z2, d_z2.sum(0), h2.T @ d_logits,
+                d_logits.sum(0)]
+
+    return step
 
 
 def chain_numpy(a):
-    y, slopes = a.copy(), np.empty((CHAIN_DEPTH, a.size))
-    for i in range(CHAIN_DEPTH):  # forward: keep each slope cos(y_i) for backward
-        slopes[i] = np.cos(y)
-        y = np.sin(y)
-    grad = np.ones_like(a)
-    for i in range(CHAIN_DEPTH - 1, -1, -1):
-        grad = grad * slopes[i]
-    return (grad,)
+    def step():
+        y, slopes = a.copy(), np.empty((CHAIN_DEPTH, a.size))
+        for i in range(CHAIN_DEPTH):  # forward: keep each slope cos(y_i) for backward
+            slopes[i] = np.cos(y)
+            y = np.sin(y)
+        grad = np.ones_like(a)
+        for i in range(CHAIN_DEPTH - 1, -1, -1):
+            grad = grad * slopes[i]
+        return (grad,)
+
+    return step
 
 
 # -- PyTorch ------------------------------------------------------------------------
@@ -114,9 +218,14 @@ def running_torch(a, b):
 
     x1 = torch.tensor(a, requires_grad=True)
     x2 = torch.tensor(b, requires_grad=True)
-    y = x1.log() + x1 * x2 - x2.sin()
-    y.backward(torch.ones_like(y))
-    return x1.grad.numpy(), x2.grad.numpy()
+
+    def step():
+        x1.grad = x2.grad = None  # torch.optim's zero_grad (set_to_none)
+        y = x1.log() + x1 * x2 - x2.sin()
+        y.backward(torch.ones_like(y))
+        return x1.grad.numpy(), x2.grad.numpy()
+
+    return step
 
 
 def mlp_torch(x, targets, params):
@@ -124,21 +233,34 @@ def mlp_torch(x, targets, params):
 
     ps = [torch.tensor(p, requires_grad=True) for p in params]
     w1, b1, w2, b2, w3, b3 = ps
-    h = torch.tanh(torch.from_numpy(x) @ w1 + b1)
-    h = torch.tanh(h @ w2 + b2)
-    loss = torch.nn.functional.cross_entropy(h @ w3 + b3, torch.from_numpy(targets))
-    loss.backward()
-    return [p.grad.numpy() for p in ps]
+    x, targets = torch.from_numpy(x), torch.from_numpy(targets)
+
+    def step():
+        for p in ps:
+            p.grad = None
+        h = torch.tanh(x @ w1 + b1)
+        h = torch.tanh(h @ w2 + b2)
+        loss = torch.nn.functional.cross_entropy(h @ w3 + b3, targets)
+        loss.backward()
+        return [p.grad.numpy() for p in ps]
+
+    return step
 
 
 def chain_torch(a):
     import torch
 
-    x = y = torch.tensor(a, requires_grad=True)
-    for _ in range(CHAIN_DEPTH):
-        y = y.sin()
-    y.backward(torch.ones_like(y))
-    return (x.grad.numpy(),)
+    x = torch.tensor(a, requires_grad=True)
+
+    def step():
+        x.grad = None
+        y = x
+        for _ in range(CHAIN_DEPTH):
+            y = y.sin()
+        y.backward(torch.ones_like(y))
+        return (x.grad.numpy(),)
+
+    return step
 
 
 # -- HIPS autograd ------------------------------------------------------------------
@@ -151,7 +273,8 @@ def running_autograd(a, b):
     def program(x1, x2):
         return anp.sum(anp.log(x1) + x1 * x2 - anp.sin(x2))  # sum: a seed of ones
 
-    return grad(program, (0, 1))(a, b)
+    gradient = grad(program, (0, 1))
+    return lambda: gradient(a, b)
 
 
 def mlp_autograd(x, targets, params):
@@ -159,15 +282,19 @@ def mlp_autograd(x, targets, params):
     import autograd.numpy as anp
     from autograd.scipy.special import logsumexp
 
+    rows = np.arange(len(targets))
+
     def loss(ps):
         w1, b1, w2, b2, w3, b3 = ps
         h = anp.tanh(x @ w1 + b1)
         h = anp.tanh(h @ w2 + b2)
         logits = h @ w3 + b3
         log_p = logits - logsumexp(logits, axis=1, keepdims=True)
-        return -anp.mean(log_p[np.arange(len(targets)), targets])
+        return -anp.mean(log_p[rows, targets])
 
-    return grad(loss)(list(params))
+    gradient = grad(loss)
+    params = list(params)
+    return lambda: gradient(params)
 
 
 def chain_autograd(a):
@@ -179,18 +306,11 @@ def chain_autograd(a):
             x = anp.sin(x)
         return anp.sum(x)
 
-    return (grad(program)(a),)
+    gradient = grad(program)
+    return lambda: (gradient(a),)
 
 
-WORKLOADS = {
-    "running_small": (lambda: running_inputs(3), "running"),
-    "running_large": (lambda: running_inputs(1_000_000), "running"),
-    "mlp": (lambda: mlp_inputs(), "mlp"),
-    "chain": (lambda: chain_inputs(), "chain"),
-}
-IMPLEMENTATIONS = ("engine", "numpy", "torch", "autograd")
-
-
-def function(workload, implementation):
-    """The function that runs `workload` through `implementation`."""
-    return globals()[f"{WORKLOADS[workload][1]}_{implementation}"]
+def setup(workload, implementation, data=None):
+    """`step` for `workload` through `implementation`, on `data` (default: `inputs(workload)`)."""
+    data = inputs(workload) if data is None else data
+    return globals()[f"{WORKLOADS[workload]['program']}_{implementation}"](*data)

@@ -1,0 +1,583 @@
+"""How fast is the engine? Time four workloads four ways, and time the book's build.
+
+    python tests/benchmarks/run.py                  # everything (about 10 minutes), writes the results
+    python tests/benchmarks/run.py --only mlp chain # some workloads, printed only
+    python tests/benchmarks/run.py --quick          # fewer, shorter samples, printed only
+    python tests/benchmarks/run.py --build          # only the build timings, written
+    python tests/benchmarks/run.py --show           # print the stored results again
+
+Not a test (the README's pytest command does not collect it). Needs torch==2.13.0
+and autograd (tests/benchmarks/requirements.txt) besides the book's requirements.
+
+Workloads (tests/benchmarks/workloads.py): each runs forward + backward in
+float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU
+and HIPS autograd. How they are timed, so that the ratios are fair:
+
+* Each implementation runs in its own worker process (`--worker`), started the
+  same way, with the same NumPy inputs, one BLAS/OpenMP thread (the variables
+  below are set before NumPy is imported; PyTorch gets set_num_threads(1)) and
+  Python's garbage collector enabled, as it is by default.
+* Before any timing, each worker checks its gradients, from a first AND a second
+  iteration (so that zeroing works), against the NumPy floor: the largest
+  difference must be under 1e-12 of the largest gradient entry.
+* Inputs and parameters become the library's leaves once; one timed iteration
+  zeroes the gradients the library's own way, runs forward and backward.
+* Each worker warms up, then picks how many iterations make one sample last at
+  least `--min-time` seconds. Samples are taken in rounds, one sample per
+  implementation per round in a rotating order, so that a change of load on the
+  machine hits all four alike; a full collection (gc.collect) precedes every
+  sample. The time of an implementation is the median over rounds of its
+  seconds per iteration; the ratios are ratios of these medians.
+
+Build (`--build`): the working tree (tracked and untracked, not ignored files)
+is copied to a temporary folder, so nothing is cached and concurrent edits do
+not leak in, and the copy's engine is the one imported. Timed there: a cold
+`jupyter-book build . -W -n --keep-going`; each chapter's code cells run as one
+plain Python script (cwd book/, matplotlib's Agg backend); and rebuilds with
+nothing changed. The build's overhead is the cold build minus the sum of the
+plain scripts.
+
+Results go to book/data/benchmarks.json (the appendix page `book/speed.md`
+draws its table and plot from it). A full run of the workloads replaces their
+section, a build run replaces the build section; each section records its date,
+commit and machine. `--only` and `--quick` runs are printed, not written,
+unless `--out` names a file.
+"""
+
+import os
+
+ORIGINAL_ENV = dict(os.environ)  # for the build, which must run as a reader's would
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+for _name in THREAD_VARIABLES:
+    os.environ[_name] = "1"  # before NumPy (and PyTorch) read them on import
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from importlib import metadata  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+RESULTS = ROOT / "book" / "data" / "benchmarks.json"
+sys.path.insert(0, str(HERE))
+
+import workloads as W  # noqa: E402
+
+SCHEMA = 1
+CHECK_TOLERANCE = 1e-12  # largest |gradient - floor| over the largest |floor entry|
+
+# the issue's targets: the engine's time over the reference's time must be at most `ratio`
+TARGETS = {
+    "running_small": {"versus": "torch", "ratio": 0.5},
+    "running_large": {"versus": "numpy", "ratio": 1.2},
+    "mlp": {"versus": "numpy", "ratio": 1.1},
+    "chain": {"versus": "torch", "ratio": 0.8},
+}
+LABELS = {"engine": "engine", "numpy": "NumPy by hand", "torch": "PyTorch CPU",
+          "autograd": "HIPS autograd"}
+FULL = {"repeats": 7, "min_time": 0.2, "warmup": 0.2}
+QUICK = {"repeats": 3, "min_time": 0.05, "warmup": 0.05}
+
+
+# -- one implementation, in its own process -------------------------------------------
+
+
+def _send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def library_info(implementation):
+    """What the worker's library runs on: versions, BLAS, threads."""
+    import numpy as np
+
+    info = {"numpy": np.__version__}
+    if implementation == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads(),
+                    torch_blas="MKL" if torch.backends.mkl.is_available() else "other")
+    if implementation == "autograd":
+        info["autograd"] = metadata.version("autograd")
+    info["gc_enabled"] = gc.isenabled()
+    return info
+
+
+def largest_difference(grads, floor):
+    """max over arrays of max|g - f| / max|f|."""
+    import numpy as np
+
+    worst = 0.0
+    for g, f in zip(grads, floor):
+        g, f = np.asarray(g, dtype=float), np.asarray(f, dtype=float)
+        if g.shape != f.shape:
+            return float("inf")
+        scale = float(np.max(np.abs(f))) or 1.0
+        worst = max(worst, float(np.max(np.abs(g - f))) / scale)
+    return worst
+
+
+def worker(workload, implementation):
+    """Check, then answer `calibrate` and `sample` requests on stdin, one JSON line each."""
+    import numpy as np
+
+    info = library_info(implementation)
+    data = W.inputs(workload)
+    floor = [np.array(g, copy=True) for g in W.setup(workload, "numpy", data)()]
+    step = W.setup(workload, implementation, data)
+    first = [np.array(g, copy=True) for g in step()]
+    second = [np.array(g, copy=True) for g in step()]  # zeroing works: no accumulation
+    difference = max(largest_difference(first, floor), largest_difference(second, floor))
+    _send({"event": "checked", "difference": difference,
+           "ok": bool(len(first) == len(floor) and difference <= CHECK_TOLERANCE),
+           "info": info})
+    del first, second, floor
+    loops = 1
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["cmd"] == "calibrate":
+            start = time.perf_counter()
+            while True:  # warm up
+                step()
+                if time.perf_counter() - start >= request["warmup"]:
+                    break
+            while True:
+                gc.collect()
+                start = time.perf_counter()
+                for _ in range(loops):
+                    step()
+                elapsed = time.perf_counter() - start
+                if elapsed >= request["min_time"]:
+                    break
+                loops = max(loops * 2, int(loops * request["min_time"] / max(elapsed, 1e-9)))
+            _send({"event": "calibrated", "loops": loops})
+        elif request["cmd"] == "sample":
+            gc.collect()
+            start = time.perf_counter()
+            for _ in range(loops):
+                step()
+            _send({"event": "sample", "seconds": (time.perf_counter() - start) / loops})
+        elif request["cmd"] == "stop":
+            break
+
+
+class Worker:
+    def __init__(self, workload, implementation):
+        self.implementation = implementation
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", workload, implementation],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+    def ask(self, request=None):
+        if request is not None:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            code = self.process.wait()
+            raise RuntimeError(f"the {self.implementation} worker stopped (exit code {code})")
+        return json.loads(line)
+
+    def stop(self):
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.write(json.dumps({"cmd": "stop"}) + "\n")
+                self.process.stdin.flush()
+            except BrokenPipeError:
+                pass
+        self.process.wait(timeout=60)
+
+
+def run_workload(workload, implementations, settings):
+    """{implementation: {...}} for one workload: check, calibrate, sample in rounds."""
+    workers = [Worker(workload, impl) for impl in implementations]
+    results = {}
+    try:
+        for w in workers:  # start all, then read: the imports overlap with nothing timed
+            checked = w.ask()
+            results[w.implementation] = {"gradient_difference": checked["difference"],
+                                         "checked": checked["ok"], "info": checked["info"]}
+            if not checked["ok"]:
+                raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from the "
+                                 f"NumPy floor by {checked['difference']:.3g} (relative), more "
+                                 f"than {CHECK_TOLERANCE:g}: nothing timed")
+        for w in workers:
+            results[w.implementation]["loops"] = w.ask(
+                {"cmd": "calibrate", "min_time": settings["min_time"],
+                 "warmup": settings["warmup"]})["loops"]
+        samples = {w.implementation: [] for w in workers}
+        for r in range(settings["repeats"]):
+            turn = workers[r % len(workers):] + workers[:r % len(workers)]
+            for w in turn:
+                samples[w.implementation].append(w.ask({"cmd": "sample"})["seconds"])
+            if sys.stdout.isatty():
+                print(f"  {workload}: round {r + 1} of {settings['repeats']}", end="\r",
+                      flush=True)
+    finally:
+        for w in workers:
+            w.stop()
+    for impl, values in samples.items():
+        results[impl]["samples"] = values
+        results[impl]["median"] = statistics.median(values)
+    return results
+
+
+# -- what was measured on what ----------------------------------------------------------
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def commit_info():
+    changed = [line[3:] for line in (git("status", "--porcelain") or "").splitlines()]
+    return {"sha": git("rev-parse", "HEAD"), "short": git("rev-parse", "--short", "HEAD"),
+            "dirty": bool(changed), "changed_files": changed}
+
+
+def cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def version(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def numpy_blas():
+    import numpy as np
+
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        return f"{blas['name']} {blas['version']}"
+    except Exception:
+        return "unknown"
+
+
+def machine_info():
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "numpy": version("numpy"),
+        "torch": version("torch"),
+        "autograd": version("autograd"),
+        "numpy_blas": numpy_blas(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_workloads(names, settings):
+    started = time.perf_counter()
+    section = {
+        "date": now(),
+        "commit": commit_info(),
+        "machine": machine_info(),
+        "settings": dict(settings, threads=1, thread_variables=list(THREAD_VARIABLES),
+                         gc="enabled (default); gc.collect() before each sample",
+                         check_tolerance=CHECK_TOLERANCE,
+                         iteration="leaves made once; zero the gradients, forward, backward"),
+        "implementations": dict(LABELS),
+        "workloads": {},
+    }
+    for name in names:
+        times = run_workload(name, W.IMPLEMENTATIONS, settings)
+        target = TARGETS[name]
+        medians = {impl: t["median"] for impl, t in times.items()}
+        ratio = medians["engine"] / medians[target["versus"]]
+        section["workloads"][name] = {
+            **{k: W.WORKLOADS[name][k] for k in ("title", "measures", "size", "description")},
+            "times": times,
+            "ratios": {impl: medians["engine"] / m for impl, m in medians.items()},
+            "target": dict(target, measured=ratio, met=bool(ratio <= target["ratio"])),
+        }
+        for impl, t in times.items():
+            section["machine"].update({k: v for k, v in t["info"].items()
+                                       if k in ("torch_blas", "torch_threads")})
+        print(f"  {name}: done")
+    section["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    section["seconds"] = round(time.perf_counter() - started, 1)
+    return section
+
+
+# -- the build -------------------------------------------------------------------------
+
+
+def snapshot(dest, commit=None):
+    """Copy the working tree's files (tracked, and untracked but not ignored) to `dest`,
+    or, with `commit`, the files of that commit (`git archive`)."""
+    dest.mkdir(parents=True)
+    if commit is not None:
+        archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+        return dest
+    listing = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], cwd=ROOT, capture_output=True,
+                             check=True).stdout.decode()
+    for relative in filter(None, listing.split("\0")):
+        source = ROOT / relative
+        if source.is_file():
+            target = dest / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return dest
+
+
+def build_env(copy):
+    env = dict(ORIGINAL_ENV)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy), env.get("PYTHONPATH")]))
+    return env
+
+
+def jupyter_book(copy, log):
+    command = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(copy),
+               "-W", "-n", "--keep-going"]
+    start = time.perf_counter()
+    result = subprocess.run(command, cwd=copy, env=build_env(copy), capture_output=True,
+                            text=True)
+    seconds = time.perf_counter() - start
+    log.write_text(result.stdout + result.stderr)
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
+        raise SystemExit(f"the build failed (log: {log}):\n{tail}")
+    return seconds
+
+
+def chapter_script(chapter):
+    """A chapter's code cells as one plain script; a `raises-exception` cell may raise."""
+    parts = ["import matplotlib\nmatplotlib.use('Agg')\n"]
+    for cell in chapter.cells:
+        source = "\n".join(line for line in cell.source.splitlines()
+                           if not line.lstrip().startswith(("%", "!")))
+        if cell.raises:
+            parts.append(f"try:\n    exec(compile({source!r}, 'cell', 'exec'))\n"
+                         "except Exception:\n    pass\n")
+        else:
+            parts.append(source + "\n")
+    return "\n".join(parts)
+
+
+def in_build_seconds(copy):
+    """{chapter path: seconds its notebook executed inside the build} from the copy's cache."""
+    sys.path.insert(0, str(copy / "book" / "_ext"))
+    try:
+        import engine_cache
+        from jupyter_cache import get_cache
+
+        cache = get_cache(str(engine_cache.cache_dir(copy / "_build", copy)))
+        found = {}
+        for record in cache.list_cache_records():
+            uri = Path(record.uri)
+            seconds = (record.data or {}).get("execution_seconds")
+            if seconds is not None:
+                found[uri.resolve().relative_to(copy.resolve()).as_posix()] = seconds
+        return found
+    finally:
+        sys.path.remove(str(copy / "book" / "_ext"))
+
+
+def run_build(rebuilds=3, keep=False, commit=None):
+    started = time.perf_counter()
+    if commit is None:
+        commit_data = commit_info()
+    else:
+        sha = git("rev-parse", commit)
+        commit_data = {"sha": sha, "short": git("rev-parse", "--short", commit), "dirty": False,
+                       "changed_files": [], "built_from": f"git archive {commit}"}
+    section = {"date": now(), "commit": commit_data, "machine": machine_info(),
+               "command": "jupyter-book build . -W -n --keep-going",
+               "threads": "the machine's defaults (no thread variables set)"}
+    folder = Path(tempfile.mkdtemp(prefix="book-build-timing-"))
+    try:
+        copy = snapshot(folder / "book-root", commit)
+        print("  cold build ...", flush=True)
+        section["cold_build"] = jupyter_book(copy, folder / "cold.log")
+        cached = in_build_seconds(copy)
+        rebuilds_seconds = []
+        for i in range(rebuilds):
+            print(f"  rebuild {i + 1} of {rebuilds}, nothing changed ...", flush=True)
+            rebuilds_seconds.append(jupyter_book(copy, folder / f"rebuild-{i + 1}.log"))
+        section["rebuilds"] = rebuilds_seconds
+        section["rebuild"] = statistics.median(rebuilds_seconds)
+
+        sys.path.insert(0, str(copy / "book" / "_ext"))
+        import expectations as ex
+
+        chapters = []
+        env = build_env(copy)
+        env["MPLBACKEND"] = "Agg"
+        for path in ex.chapter_paths(copy):
+            chapter = ex.read_chapter(path, copy)
+            script = folder / f"{path.stem}.py"
+            script.write_text(chapter_script(chapter))
+            print(f"  {path.stem} as a plain script ...", flush=True)
+            start = time.perf_counter()
+            result = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    text=True)
+            seconds = time.perf_counter() - start
+            if result.returncode != 0:
+                raise SystemExit(f"{path.name} failed as a plain script:\n{result.stderr[-3000:]}")
+            relative = path.relative_to(copy).as_posix()
+            chapters.append({"chapter": path.stem, "script": round(seconds, 3),
+                             "in_build": cached.get(relative)})
+        section["chapters"] = chapters
+        section["scripts_sum"] = sum(c["script"] for c in chapters)
+        section["overhead"] = section["cold_build"] - section["scripts_sum"]
+        section["target_rebuild"] = 15.0
+        section["rebuild_met"] = bool(section["rebuild"] < section["target_rebuild"])
+    finally:
+        if keep:
+            print(f"  kept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+    section["seconds"] = round(time.perf_counter() - started, 1)
+    return section
+
+
+# -- printing ---------------------------------------------------------------------------
+
+
+def fmt_time(seconds):
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def workloads_table(section):
+    impls = list(W.IMPLEMENTATIONS)
+    lines = [f"{'workload':<16}" + "".join(f"{i:>12}" for i in impls)
+             + f"{'engine / torch':>16}{'engine / numpy':>16}   target"]
+    for name, w in section["workloads"].items():
+        times = w["times"]
+        target = w["target"]
+        row = f"{name:<16}" + "".join(
+            f"{fmt_time(times[i]['median']) if i in times else '-':>12}" for i in impls)
+        row += f"{w['ratios'].get('torch', float('nan')):>15.2f}x"
+        row += f"{w['ratios'].get('numpy', float('nan')):>15.2f}x"
+        row += (f"   <= {target['ratio']:.2f}x {target['versus']}: "
+                + ("met" if target["met"] else "NOT met"))
+        lines.append(row)
+    m = section["machine"]
+    lines.append(f"median of {section['settings']['repeats']} rounds per implementation, one "
+                 f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
+                 f"commit {section['commit']['short']}"
+                 + (" (uncommitted changes)" if section["commit"]["dirty"] else ""))
+    return "\n".join(lines)
+
+
+def build_table(section):
+    lines = [f"{'chapter':<16}{'plain script':>14}{'in the build':>14}"]
+    for c in section["chapters"]:
+        in_build = "-" if c["in_build"] is None else f"{c['in_build']:.2f} s"
+        lines.append(f"{c['chapter']:<16}{c['script']:>12.2f} s{in_build:>14}")
+    lines += [
+        f"{'cold build':<30}{section['cold_build']:>8.1f} s",
+        f"{'sum of plain scripts':<30}{section['scripts_sum']:>8.1f} s",
+        f"{'build overhead':<30}{section['overhead']:>8.1f} s",
+        f"{'rebuild, nothing changed':<30}{section['rebuild']:>8.1f} s  (median of "
+        f"{len(section['rebuilds'])}; target < {section['target_rebuild']:.0f} s: "
+        + ("met)" if section["rebuild_met"] else "NOT met)"),
+    ]
+    return "\n".join(lines)
+
+
+def load(path):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {"schema": SCHEMA}
+
+
+def save(path, results):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    results["schema"] = SCHEMA
+    results["command"] = "python tests/benchmarks/run.py"
+    path.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="+", choices=list(W.WORKLOADS), metavar="WORKLOAD",
+                        help=f"run only these workloads ({', '.join(W.WORKLOADS)}); no build")
+    parser.add_argument("--quick", action="store_true", help="3 short rounds, for development")
+    parser.add_argument("--build", action="store_true",
+                        help="only the build timings (cold build, plain scripts, rebuilds)")
+    parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds to time (default 3)")
+    parser.add_argument("--keep", action="store_true", help="keep the build's temporary copy")
+    parser.add_argument("--commit", metavar="REV",
+                        help="time the build of this commit (git archive) instead of the "
+                        "working tree")
+    parser.add_argument("--out", type=Path, help=f"results file (default {RESULTS.relative_to(ROOT)}"
+                        "; --only and --quick write only to a file named here)")
+    parser.add_argument("--show", action="store_true", help="print the stored results, run nothing")
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.worker:
+        worker(*args.worker)
+        return
+    out = args.out or RESULTS
+    results = load(out)
+    if args.show:
+        if "workloads" in results:
+            print(workloads_table(results["workloads"]))
+        if "build" in results:
+            print(build_table(results["build"]))
+        return
+    write = args.out is not None or not (args.only or args.quick)
+    settings = QUICK if args.quick else FULL
+    if not args.build:
+        names = args.only or list(W.WORKLOADS)
+        print(f"workloads: {', '.join(names)} ({'quick' if args.quick else 'full'} settings)")
+        section = run_workloads(names, settings)
+        print(workloads_table(section))
+        if write:
+            results["workloads"] = section
+    if args.build or not (args.only or args.quick):
+        print("build timings (a temporary copy of the working tree)")
+        section = run_build(rebuilds=args.rebuilds, keep=args.keep, commit=args.commit)
+        print(build_table(section))
+        if write or args.build:
+            results["build"] = section
+    if write or args.build:
+        save(out, results)
+        print(f"written: {out}")
+    else:
+        print("not written (--only or --quick); add --out FILE to keep these results")
+
+
+if __name__ == "__main__":
+    main()
