@@ -47,7 +47,7 @@ def analytic_jacobians(f, inputs):
     rows = [[] for _ in inputs]
     for j in range(size):
         for x in inputs:
-            x.grad = np.zeros_like(x.data)  # leaves accumulate: start at 0
+            x.grad = np.zeros(x.shape)  # leaves accumulate: start at 0
         y = f(*inputs)
         seed = np.zeros(y.shape)
         seed.flat[j] = 1.0

@@ -15,6 +15,7 @@ those cells are exactly what stays alive until backward runs.
 """
 
 import contextlib
+import gc
 
 import numpy as np
 
@@ -24,72 +25,78 @@ import numpy as np
 class VersionedArray(np.ndarray):
     """A NumPy array that counts its in-place changes.
 
-    Every write that NumPy routes through the array (`a[...] = v`,
-    `a += v`, `np.add(b, c, out=a)`, `np.add.at(a, i, v)`, `a.fill(v)`)
-    adds one to `a.version`. Views share their base's counter (a write
-    through `a[1:3]` or `a.T` changes `a`), copies start their own. Writes
-    that bypass the array's methods are not seen: `np.copyto(a, v)`,
-    `a.flat[i] = v`, raw buffers. Results of NumPy operations on versioned
-    arrays are versioned arrays with a fresh counter, so an array that an
-    operation saves can always be checked.
+    Every write made through the array's own methods and operators
+    (`a[...] = v`, `a += v` and the other augmented assignments, `a.fill(v)`,
+    `a.sort()`, `a.put(i, v)`) adds one to `a.version`. Views share their
+    base's counter (a write through `a[1:3]` or `a.T` changes `a`), copies
+    start their own. Writes made by NumPy functions into an existing array are
+    not seen: `np.multiply(a, 2, out=a)`, `np.add.at(a, i, v)`,
+    `np.copyto(a, v)`, `a.flat[i] = v`. Catching those would need a hook on
+    every NumPy call, which would run in every operation and every closure
+    of the engine (chapter `memory` measures that price). Results of NumPy
+    operations on versioned arrays are versioned arrays with a fresh counter,
+    so an array that an operation saves can always be checked.
     """
 
-    def __array_finalize__(self, obj):
-        counter = getattr(obj, "_counter", None)
-        if counter is None or not np.may_share_memory(self, obj):
-            counter = [0]  # a new array: a counter of its own
-        self._counter = counter  # a view: the same list as its base
+    __slots__ = ("_counter",)  # no per-array __dict__: chapter `memory`, "Many small objects"
+
+    @property
+    def counter(self):
+        """The one-element list counting writes into this array's memory.
+
+        Found, or made, when first asked for, on the array that owns the memory:
+        a view asks its base. Nothing runs when NumPy makes an array, which it
+        does several times in every operation and every closure.
+        """
+        array = self
+        while True:
+            counter = getattr(array, "_counter", None)
+            if counter is not None:
+                return counter
+            base = array.base
+            if not isinstance(base, VersionedArray):  # this array owns the memory
+                array._counter = [0]
+                return array._counter
+            array = base  # a view: the memory belongs to its base
 
     @property
     def version(self):
-        return self._counter[0]
-
-    def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        plain = [_plain(x) for x in inputs]
-        if out is None and method == "__call__":  # the common case: a new result
-            return _versioned(ufunc(*plain, **kwargs))
-        written = []
-        if out is not None:
-            written = [o for o in out if isinstance(o, VersionedArray)]
-            kwargs["out"] = tuple(_plain(o) for o in out)
-        if method == "at" and isinstance(inputs[0], VersionedArray):
-            written.append(inputs[0])  # np.add.at(a, index, v) changes `a`
-        result = getattr(ufunc, method)(*plain, **kwargs)
-        for array in written:
-            array._counter[0] += 1
-        if out is not None:  # `a += v` must give back `a` itself
-            return out[0] if len(out) == 1 else out
-        if isinstance(result, tuple):
-            return tuple(_versioned(r) for r in result)
-        return _versioned(result)
-
-    def __setitem__(self, index, value):
-        super().__setitem__(index, value)
-        self._counter[0] += 1
-
-    def fill(self, value):
-        super().fill(value)
-        self._counter[0] += 1
+        return self.counter[0]
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
 
 
-def _plain(x):
-    return x.view(np.ndarray) if isinstance(x, VersionedArray) else x
+def _counted(name):
+    """ndarray's method `name`, which also adds one to the array's version."""
+    method = getattr(np.ndarray, name)
+
+    def write(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        self.counter[0] += 1
+        return result
+
+    write.__name__ = write.__qualname__ = name
+    return write
 
 
-def _versioned(result):
-    return result.view(VersionedArray) if isinstance(result, np.ndarray) else result
+_WRITES = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+           "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__", "fill", "sort",
+           "partition", "put", "itemset", "resize", "setfield")
+for _name in _WRITES:
+    if hasattr(np.ndarray, _name):
+        setattr(VersionedArray, _name, _counted(_name))
 
 
 def as_data(value, old=None):
     """`value` as a Tensor's float64 VersionedArray; a replacement counts as a change of `old`."""
-    array = np.asanyarray(value, dtype=np.float64)
-    if not isinstance(array, VersionedArray):
+    array = value if type(value) is VersionedArray else np.asanyarray(value, dtype=np.float64)
+    if type(array) is not VersionedArray:
         array = array.view(VersionedArray)  # a fresh counter
+    elif array.dtype != np.float64:
+        array = array.astype(np.float64)
     if old is not None:  # `x.data = new`: the tensor changed, so its version must move on
-        array._counter[0] = max(array._counter[0], old._counter[0] + 1)
+        array.counter[0] = max(array.version, old.version + 1)
     return array
 
 
@@ -114,6 +121,25 @@ def no_grad():
         _grad_enabled[0] = previous
 
 
+class collector_paused:
+    """`with collector_paused():` pauses Python's cycle collector, then restores its state.
+
+    `Tensor.backward` sweeps inside it. A graph holds no reference cycles (a
+    node refers to its parents, never to its children), so reference counting
+    frees it and the cycle collector finds nothing in it; but the sweep's
+    allocations would trigger the collector again and again, and each time it
+    would walk the whole graph (chapter `memory`, "Many small objects").
+    """
+
+    def __enter__(self):
+        self.was_enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exception):
+        if self.was_enabled:
+            gc.enable()
+
+
 # -- what a closure saves -----------------------------------------------------------
 
 
@@ -125,7 +151,10 @@ def captured(backward_fn):
             value = cell.cell_contents
         except ValueError:  # a cell whose variable was never assigned
             continue
-        values.extend(value if isinstance(value, (tuple, list)) else [value])
+        if isinstance(value, (tuple, list)):
+            values.extend(value)
+        else:
+            values.append(value)
     return values
 
 
@@ -133,7 +162,7 @@ def _array_of(value):
     """The array a captured value keeps alive: a Tensor's data, an array itself, else None."""
     if isinstance(value, np.ndarray):
         return value
-    data = getattr(value, "data", None)
+    data = getattr(value, "data", None)  # a Tensor's, or None for a number or a shape
     return data if isinstance(data, VersionedArray) else None
 
 
@@ -143,7 +172,7 @@ def record_versions(backward_fn):
     for value in captured(backward_fn):
         array = _array_of(value)
         if isinstance(array, VersionedArray):
-            pairs.append((value, array.version))
+            pairs.append((value, array.counter[0]))  # its version
     return tuple(pairs)
 
 
@@ -182,7 +211,7 @@ def check_saved(node):
         )
     for value, saved_version in node.saved_versions:
         array = _array_of(value)
-        if array.version != saved_version:
+        if array.counter[0] != saved_version:  # its version moved on
             what = "an array" if isinstance(value, np.ndarray) else "a tensor"
             raise RuntimeError(
                 f"{what} of shape {array.shape} saved by '{node.op}' was changed "
@@ -219,7 +248,7 @@ def checkpoint(segment, x):
         x_again = x.detach()
         x_again.requires_grad = x.requires_grad
         segment(x_again).backward(y_bar)  # recompute, sweep: adds parameter grads
-        zeros = [np.zeros_like(p.data) for p in parameters]  # added just above
+        zeros = [np.zeros(p.shape) for p in parameters]  # added just above
         return (x_again.grad, *zeros)
 
     return x._result(y_data, (x, *parameters), "checkpoint", backward_fn)

@@ -67,7 +67,7 @@ class Module:
 
     def zero_grad(self):
         for p in self.parameters():
-            p.grad = np.zeros_like(p.data)
+            p.grad = np.zeros(p.shape)
 
     def train(self, mode=True):
         for module in self.modules():
@@ -127,6 +127,9 @@ class Linear(Module):
 
     def __init__(self, fan_in, fan_out, rng, bias=True):
         super().__init__()
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"Linear: rng must be a NumPy Generator, such as "
+                            f"np.random.default_rng(0); got {type(rng).__name__} {rng!r:.40}")
         bound = 1.0 / np.sqrt(fan_in)
         self.weight = Parameter(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
         self.bias = None

@@ -13,13 +13,30 @@ import numpy as np
 
 class Optimizer:
     def __init__(self, params):
-        self.params = list(params)
+        name = type(self).__name__
+        try:
+            self.params = list(params)
+        except TypeError:  # optimizers take the list, not the model or its method
+            raise TypeError(f"{name}: params must be a list of tensors, such as "
+                            f"model.parameters() with the brackets; got {type(params).__name__} "
+                            f"{params!r:.60}") from None
         if not self.params:
-            raise ValueError("the optimizer got an empty list of parameters")
+            raise ValueError(f"{name} got an empty list of parameters (a Module finds "
+                             "parameters in its attributes, not inside lists or dicts)")
+        for i, p in enumerate(self.params):
+            if not hasattr(p, "grad") or not hasattr(p, "data"):
+                raise TypeError(f"{name}: parameter {i} is a {type(p).__name__}, not a tensor")
+
+    @staticmethod
+    def _number(name, value):
+        """`value` as a float, or a TypeError naming the hyperparameter."""
+        if isinstance(value, (bool, str)) or not np.isscalar(value):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        return float(value)
 
     def zero_grad(self):
         for p in self.params:
-            p.grad = np.zeros_like(p.data)
+            p.grad = np.zeros(p.shape)
 
 
 class SGD(Optimizer):
@@ -33,12 +50,15 @@ class SGD(Optimizer):
         super().__init__(params)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
-        self.lr, self.momentum, self.dampening = lr, momentum, dampening
-        self.weight_decay, self.nesterov = weight_decay, nesterov
+        self.lr, self.momentum = self._number("lr", lr), self._number("momentum", momentum)
+        self.dampening = self._number("dampening", dampening)
+        self.weight_decay, self.nesterov = self._number("weight_decay", weight_decay), nesterov
         self.buffers = [None] * len(self.params)
 
     def step(self):
         for i, p in enumerate(self.params):
+            if p.grad is None:
+                continue  # no gradient reached it: left alone, as in PyTorch
             g = p.grad + self.weight_decay * p.data  # the gradient of wd/2 |p|^2 added
             if self.momentum != 0:
                 if self.buffers[i] is None:
@@ -60,9 +80,11 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(params)
-        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
-        self.m = [np.zeros_like(p.data) for p in self.params]
-        self.v = [np.zeros_like(p.data) for p in self.params]
+        self.lr, self.eps = self._number("lr", lr), self._number("eps", eps)
+        self.betas = tuple(self._number("betas", b) for b in betas)
+        self.weight_decay = self._number("weight_decay", weight_decay)
+        self.m = [np.zeros(p.shape) for p in self.params]
+        self.v = [np.zeros(p.shape) for p in self.params]
         self.t = 0
 
     def step(self):
@@ -71,6 +93,8 @@ class Adam(Optimizer):
         correction1 = 1 - beta1**self.t  # the moments start at 0: undo that bias
         correction2 = 1 - beta2**self.t
         for i, p in enumerate(self.params):
+            if p.grad is None:
+                continue  # no gradient reached it: left alone, as in PyTorch
             g = p.grad + self.weight_decay * p.data
             self.m[i] = beta1 * self.m[i] + (1 - beta1) * g
             self.v[i] = beta2 * self.v[i] + (1 - beta2) * g * g

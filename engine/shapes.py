@@ -25,10 +25,12 @@ def broadcast_shape(shape_a, shape_b, op):
 
 def unbroadcast(grad, shape):
     """Sum `grad` down to `shape`: the VJP of broadcasting from `shape`."""
+    if getattr(grad, "shape", None) == shape:
+        return grad  # nothing was broadcast: the common case, checked first
     grad = np.asarray(grad, dtype=np.float64)
     shape = tuple(shape)
     if grad.shape == shape:
-        return grad  # nothing was broadcast
+        return grad
     extra = grad.ndim - len(shape)
     if extra > 0:  # axes that broadcasting prepended
         grad = grad.sum(axis=tuple(range(extra)))

@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from .memory import as_data, check_saved, is_grad_enabled, record_versions, release
+from .memory import (as_data, check_saved, collector_paused, is_grad_enabled, record_versions,
+                     release)
 from .shapes import broadcast_shape, unbroadcast
 
 
@@ -25,9 +26,12 @@ class Tensor:
                  "saved_versions", "__weakref__")
 
     def __init__(self, data, requires_grad=True, copy=True):
+        if not isinstance(requires_grad, (bool, np.bool_)):  # Tensor(2, 3) is not a shape
+            raise TypeError(f"Tensor: requires_grad must be True or False, got {requires_grad!r}; "
+                            "to make a tensor of a shape, pass its values: Tensor(np.zeros((2, 3)))")
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
-        self.data = float64_array(data, requires_grad, copy)
-        self.grad = np.zeros(self.data.shape)  # a leaf's starts at 0; a result's: see backward
+        self._data = as_data(float64_array(data, requires_grad, copy))  # see `data` below
+        self.grad = np.zeros(self._data.shape)  # a leaf's starts at 0; a result's: see backward
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
         self.op = ""             # the operation that made it; "" for a leaf
@@ -47,7 +51,7 @@ class Tensor:
 
     @property
     def shape(self):
-        return self.data.shape
+        return self._data.shape
 
     def __repr__(self):
         return f"Tensor({np.array2string(self.data, separator=', ')})"
@@ -90,9 +94,10 @@ class Tensor:
 
     def __sub__(self, other):
         other = self._pair(other, "-")
+        negate = other.requires_grad  # a flag, not the tensor: `-` saves nothing
 
         def backward_fn(y_bar):
-            return y_bar, -y_bar
+            return y_bar, (-y_bar if negate else None)
 
         return self._result(self.data - other.data, (self, other), "-", backward_fn)
 
@@ -100,7 +105,9 @@ class Tensor:
         other = self._pair(other, "*")
 
         def backward_fn(y_bar):
-            return other.data * y_bar, self.data * y_bar
+            # None for a parent that needs no grad (a constant): never computed
+            return (other.data * y_bar if self.requires_grad else None,
+                    self.data * y_bar if other.requires_grad else None)
 
         return self._result(self.data * other.data, (self, other), "*", backward_fn)
 
@@ -117,7 +124,8 @@ class Tensor:
         other = self._pair(other, "/")
 
         def backward_fn(y_bar):
-            return y_bar / other.data, -y_bar * self.data / other.data**2
+            return (y_bar / other.data if self.requires_grad else None,
+                    -y_bar * self.data / other.data**2 if other.requires_grad else None)
 
         y = checked(np.divide, self.data, other.data, op="/")
         return self._result(y, (self, other), "/", backward_fn)
@@ -137,6 +145,7 @@ class Tensor:
                 "the left must equal the second-to-last (or only) axis of the right"
             )
         broadcast_shape(a.shape[:-2], b.shape[:-2], "@ (batch axes)")
+        a_needs, b_needs = self.requires_grad, other.requires_grad  # flags: `@` saves a, b
 
         def backward_fn(y_bar):
             # NumPy reads a 1-D left operand as a row (1, k),
@@ -145,10 +154,13 @@ class Tensor:
             b2 = b[:, None] if b.ndim == 1 else b
             y_bar2 = y_bar[..., None] if b.ndim == 1 else y_bar
             y_bar2 = y_bar2[..., None, :] if a.ndim == 1 else y_bar2
-            a_bar = y_bar2 @ b2.mT  # C = A B gives A_bar = C_bar B^T
-            b_bar = a2.mT @ y_bar2  # and B_bar = A^T C_bar
-            a_bar = a_bar[..., 0, :] if a.ndim == 1 else a_bar
-            b_bar = b_bar[..., 0] if b.ndim == 1 else b_bar
+            a_bar = b_bar = None  # for a parent that needs no grad, such as the input
+            if a_needs:
+                a_bar = y_bar2 @ b2.mT  # C = A B gives A_bar = C_bar B^T
+                a_bar = a_bar[..., 0, :] if a.ndim == 1 else a_bar
+            if b_needs:
+                b_bar = a2.mT @ y_bar2  # and B_bar = A^T C_bar
+                b_bar = b_bar[..., 0] if b.ndim == 1 else b_bar
             return a_bar, b_bar
 
         return self._result(a @ b, (self, other), "@", backward_fn)
@@ -158,6 +170,12 @@ class Tensor:
 
     # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
     __array_ufunc__ = None
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions (np.sum, np.mean, ...) would see no graph: say what to call instead."""
+        name = func.__name__
+        raise TypeError(f"np.{name} does not record a graph: call the Tensor's own method "
+                        f"(x.{name}(...)) if it has one, or np.{name}(x.data) for a constant")
 
     # -- unary operations ----------------------------------------------------
 
@@ -173,6 +191,8 @@ class Tensor:
         p = float(exponent)  # a number: the exponent needs no gradient
 
         def backward_fn(y_bar):
+            if p == 0:  # x ** 0 = 1 is constant, at x = 0 too (PyTorch agrees)
+                return (np.zeros(self.shape),)
             return (p * self.data ** (p - 1) * y_bar,)
 
         y = checked(np.power, self.data, p, op=f"**{p:g}")
@@ -186,7 +206,7 @@ class Tensor:
         def backward_fn(y_bar):
             x = self.data
             with np.errstate(divide="ignore", invalid="ignore"):  # warned about forward
-                x_bar = p.data * x ** (p.data - 1) * y_bar
+                x_bar = np.where(p.data == 0, 0.0, p.data * x ** (p.data - 1)) * y_bar
                 # d(x^p)/dp = x^p ln x; at x = 0 PyTorch takes 0, and so do we
                 p_bar = np.where(x == 0, 0.0, y * np.log(np.where(x == 0, 1.0, x))) * y_bar
             return x_bar, p_bar
@@ -255,7 +275,7 @@ class Tensor:
     # -- reductions ------------------------------------------------------------
 
     def sum(self, axis=None, keepdims=False):
-        axes = _axes(axis, self.data.ndim)
+        axes = _axes(axis, self.shape, "sum")
         shape = self.shape  # all the closure needs: no data is kept alive
 
         def backward_fn(y_bar):
@@ -267,12 +287,14 @@ class Tensor:
         return self._result(y, (self,), "sum", backward_fn)
 
     def mean(self, axis=None, keepdims=False):
-        axes = _axes(axis, self.data.ndim)
+        axes = _axes(axis, self.shape, "mean")
         count = int(np.prod([self.shape[i] for i in axes]))  # entries per mean
         return self.sum(axis=axes, keepdims=keepdims) / count
 
     def max(self, axis=None, keepdims=False):
-        axes = _axes(axis, self.data.ndim)
+        axes = _axes(axis, self.shape, "max")
+        if 0 in [self.shape[i] for i in axes]:
+            raise ValueError(f"max: an empty axis has no maximum (a tensor of shape {self.shape})")
         y = self.data.max(axis=axes, keepdims=True)
 
         def backward_fn(y_bar):
@@ -298,7 +320,11 @@ class Tensor:
         def backward_fn(y_bar):
             return (y_bar.reshape(old_shape),)
 
-        y = self.data.reshape(shape)
+        try:
+            y = self.data.reshape(shape)
+        except (ValueError, TypeError):
+            raise ValueError(f"reshape: a tensor of shape {old_shape} ({self.data.size} entries) "
+                             f"cannot take the shape {shape}") from None
         return self._result(y, (self,), "reshape", backward_fn)
 
     def transpose(self, *axes):
@@ -307,6 +333,9 @@ class Tensor:
         if axes in ((), None):
             axes = tuple(range(self.data.ndim))[::-1]  # reverse, like .T
         axes = tuple(axes)
+        if sorted(np.asarray(axes) % max(self.ndim, 1)) != list(range(self.ndim)):
+            raise ValueError(f"transpose: {axes} is not an order of the axes "
+                             f"{tuple(range(self.ndim))} of a tensor of shape {self.shape}")
 
         def backward_fn(y_bar):
             return (y_bar.transpose(np.argsort(axes)),)  # the inverse permutation
@@ -319,35 +348,38 @@ class Tensor:
         return self.transpose()
 
     def __getitem__(self, index):
-        if isinstance(index, Tensor):
+        if isinstance(index, Tensor):  # its float entries must be whole numbers
+            if not np.array_equal(index.data, np.round(index.data)):
+                raise IndexError(f"index: a Tensor used as an index must hold whole numbers, "
+                                 f"got {index.data}")
             index = index.data.astype(np.intp)
         shape = self.shape
+        try:
+            y = self.data[index]
+        except IndexError as error:
+            raise IndexError(f"index: {error} (indexing a tensor of shape {shape})") from None
 
         def backward_fn(y_bar):
             x_bar = np.zeros(shape)
             np.add.at(x_bar, index, y_bar)  # repeated indices accumulate
             return (x_bar,)
 
-        return self._result(self.data[index], (self,), "index", backward_fn)
+        return self._result(y, (self,), "index", backward_fn)
 
     # -- the backward sweep --------------------------------------------------
 
     def topo_order(self):
         """Every tensor this one depends on that needs a grad, parents first, each once."""
-        order, visited = [], set()
-        stack = [(self, False)]
+        order, visited, stack = [], {id(self)}, [self]
         while stack:  # iterative depth-first search: no recursion limit
-            node, parents_done = stack.pop()
-            if parents_done:
-                order.append(node)
-                continue
-            if id(node) in visited:
-                continue
-            visited.add(id(node))
-            stack.append((node, True))
-            for parent in node.parents:
+            node = stack[-1]
+            for parent in node.parents:  # go down to the first parent not yet placed
                 if parent.requires_grad and id(parent) not in visited:
-                    stack.append((parent, False))
+                    visited.add(id(parent))
+                    stack.append(parent)
+                    break
+            else:  # all its parents are placed: place the node
+                order.append(stack.pop())
         return order
 
     def backward(self, gradient=None, retain_graph=False):
@@ -362,22 +394,26 @@ class Tensor:
                 "no_grad()"
             )
         gradient = self._seed(gradient)
-        order = self.topo_order()
-        for node in order:
-            check_saved(node)  # raises if the graph was freed or a saved value changed
-            if node.parents:  # results start empty; leaves keep accumulating
-                node.grad = None
-        self._add_grad(gradient)
-        for node in reversed(order):
-            if node.backward_fn is None:
-                continue  # a leaf: its grad is the answer
-            parent_bars = node.backward_fn(node.grad)
-            for parent, parent_bar in zip(node.parents, parent_bars):
-                if parent.requires_grad:  # constants get no grad
-                    parent._add_grad(unbroadcast(parent_bar, parent.shape))
-        if not retain_graph:
+        trouble = FloatingPointTrouble()  # nan or inf made by a closure: warned about after
+        with collector_paused(), trouble.watch():  # no cycles: see chapter `memory`
+            order = self.topo_order()
             for node in order:
-                release(node)  # drop closures and parents: saved arrays can be freed
+                check_saved(node)  # raises if the graph was freed or a saved value changed
+                if node.parents:  # results start empty; leaves keep accumulating
+                    node.grad = None
+            self._add_grad(gradient)
+            for node in reversed(order):
+                if node.backward_fn is None:
+                    continue  # a leaf: its grad is the answer
+                trouble.op = node.op
+                parent_bars = node.backward_fn(node.grad)
+                for parent, parent_bar in zip(node.parents, parent_bars):
+                    if parent.requires_grad:  # constants get no grad
+                        parent._add_grad(unbroadcast(parent_bar, parent.shape))
+            if not retain_graph:
+                for node in order:
+                    release(node)  # drop closures and parents: saved arrays can be freed
+        trouble.warn()
 
     def _seed(self, gradient):
         """The seed of backward: ones of this tensor's shape, or `gradient`, checked."""
@@ -412,11 +448,16 @@ class Tensor:
         return Tensor(self.data, requires_grad=False, copy=False)
 
 
-def _axes(axis, ndim):
-    """`axis` (None, an int or a tuple; negatives allowed) as sorted axes."""
+def _axes(axis, shape, op):
+    """`axis` (None, an int or a tuple; negatives allowed) as sorted axes of `shape`."""
+    ndim = len(shape)
     if axis is None:
         return tuple(range(ndim))
-    return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
+    try:
+        return tuple(sorted(np.lib.array_utils.normalize_axis_tuple(axis, ndim)))
+    except (ValueError, TypeError):  # NumPy's AxisError is a ValueError
+        raise ValueError(f"{op}: axis {axis!r} does not fit a tensor of shape {shape}: an axis "
+                         f"is an int from {-ndim} to {ndim - 1}, each axis at most once") from None
 
 
 def float64_array(data, requires_grad=True, copy=True, what="Tensor: the data"):
@@ -464,6 +505,35 @@ _FIXES = {  # what each operation gives on bad input, and what PyTorch gives
     "exp": "exp overflows to inf above about 709.78",
     "/": "division by 0 gives inf, and 0 / 0 gives nan",
 }
+
+
+class FloatingPointTrouble:
+    """NumPy's floating-point errors in the closures of one sweep, by operation.
+
+    NumPy would warn from inside this file, where the reader cannot place it;
+    `backward` collects them instead and warns once, at the reader's line.
+    """
+
+    def __init__(self):
+        self.op, self.seen = "", {}
+
+    def watch(self):
+        return np.errstate(divide="call", over="call", invalid="call", call=self)
+
+    def __call__(self, kind, flag):  # NumPy's callback: kind is "divide by zero" and so on
+        kinds = self.seen.setdefault(self.op, [])
+        if kind not in kinds:
+            kinds.append(kind)
+
+    def warn(self):
+        if self.seen:
+            what = "; ".join(f"'{op}': {', '.join(kinds)}" for op, kinds in self.seen.items())
+            warnings.warn(
+                f"backward: the gradient is not finite, made by the backward of {what} "
+                "(sqrt and x ** p for p < 1 have an infinite slope at 0; a nan or inf from the "
+                "forward pass spreads); PyTorch returns the same values without a warning",
+                RuntimeWarning, stacklevel=_caller_level(),
+            )
 
 
 def checked(ufunc, *arrays, op):

@@ -94,27 +94,48 @@ def test_an_in_place_change_of_a_saved_tensor_is_caught():
         y.backward()
 
 
-@pytest.mark.parametrize("change", ["setitem", "iadd", "ufunc-out", "add-at", "fill", "replace",
-                                    "view"])
-def test_every_kind_of_in_place_change_moves_the_version(change):
+CAUGHT = {
+    "setitem": lambda x: x.data.__setitem__(Ellipsis, 0.0),
+    "iadd": lambda x: x.data.__iadd__(1.0),
+    "isub": lambda x: x.data.__isub__(1.0),
+    "imul": lambda x: x.data.__imul__(2.0),
+    "itruediv": lambda x: x.data.__itruediv__(2.0),
+    "ipow": lambda x: x.data.__ipow__(2.0),
+    "fill": lambda x: x.data.fill(0.0),
+    "sort": lambda x: x.data[::-1].sort(),
+    "put": lambda x: x.data.put(0, 9.0),
+    "replace": lambda x: setattr(x, "data", np.zeros(3)),
+    "view": lambda x: x.data[1:].reshape(2).__setitem__(0, 7.0),
+    "transpose view": lambda x: x.data.T.__setitem__(0, 7.0),
+}
+# Writes made by NumPy functions into an existing array: the documented blind spot
+# (VersionedArray's docstring, chapter `memory`), pinned so that a change is noticed.
+NOT_CAUGHT = {
+    "ufunc out=": lambda x: np.multiply(x.data, 2.0, out=x.data),
+    "np.add.at": lambda x: np.add.at(x.data, [0, 0], 1.0),
+    "np.copyto": lambda x: np.copyto(x.data, 0.0),
+    "flat": lambda x: x.data.flat.__setitem__(0, 5.0),
+}
+
+
+@pytest.mark.parametrize("change", CAUGHT)
+def test_every_write_through_the_array_moves_the_version(change):
     x = Tensor([1.0, 2.0, 3.0])
     y = x.sin().sum()
-    if change == "setitem":
-        x.data[...] = 0.0
-    elif change == "iadd":
-        x.data += 1.0
-    elif change == "ufunc-out":
-        np.multiply(x.data, 2.0, out=x.data)
-    elif change == "add-at":
-        np.add.at(x.data, [0, 0], 1.0)
-    elif change == "fill":
-        x.data.fill(0.0)
-    elif change == "replace":
-        x.data = np.zeros(3)
-    elif change == "view":
-        x.data[1:].reshape(2)[0] = 7.0
+    CAUGHT[change](x)
     with pytest.raises(RuntimeError, match="saved by 'sin'"):
         y.backward()
+
+
+@pytest.mark.parametrize("change", NOT_CAUGHT)
+def test_writes_by_numpy_functions_are_not_seen(change):
+    x = Tensor([1.0, 2.0, 3.0])
+    y = x.sin().sum()
+    version = x.data.version
+    NOT_CAUGHT[change](x)
+    assert x.data.version == version
+    y.backward()  # no error: the gradient uses the changed values
+    assert not np.allclose(x.grad, np.cos([1.0, 2.0, 3.0]))
 
 
 def test_changes_the_closure_does_not_need_are_allowed():

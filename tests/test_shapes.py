@@ -167,9 +167,11 @@ def test_max_splits_the_gradient_evenly_between_ties_like_torch_amax():
     np.testing.assert_allclose(x.grad, [1 / 3, 1 / 3, 1 / 3, 0.0])
 
 
-def test_a_bad_axis_raises():
-    with pytest.raises(np.exceptions.AxisError):
-        Tensor(np.ones((2, 3))).sum(axis=2)
+@pytest.mark.parametrize("call", ["sum", "mean", "max"])
+@pytest.mark.parametrize("axis", [2, -3, (0, 0), 1.5])
+def test_a_bad_axis_names_the_operation_and_the_shape(call, axis):
+    with pytest.raises(ValueError, match=rf"^{call}: axis .* does not fit a tensor of shape \(2, 3\)"):
+        getattr(Tensor(np.ones((2, 3))), call)(axis=axis)
 
 
 # -- reshape, transpose, indexing, sqrt, abs -----------------------------------------
