@@ -9,9 +9,10 @@
   the book's build (`-W`), so an unverified chapter fails it.
   The check runs at `env-updated`, which Sphinx emits on every build, even one
   that re-reads nothing, so an unchanged but unverified chapter fails the next
-  build too. The page holding the report is re-read only when some other page
-  is (its numbers come from them): a rebuild with nothing changed reads and
-  writes nothing.
+  build too; what a chapter's check found is kept with the chapter's read time,
+  so such a rebuild does not open the notebooks again. The page holding the
+  report is re-read only when a chapter is (its numbers come from them): a
+  rebuild with nothing changed reads and writes nothing of this extension's.
   A figure that reaches the page as its text repr (`<Figure size ...>`, no image)
   is a warning at its cell as well.
 * ```{execution-report}``` renders one row per chapter: code cells, verified
@@ -40,6 +41,7 @@ from notebooks import executed_notebook
 
 LOGGER = logging.getLogger(__name__)
 ENV_KEY = "engine_report_docs"
+CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_chapters
 
 
 # -- reading a chapter's executed notebook ------------------------------------------------
@@ -196,23 +198,41 @@ def notebook_docnames(env):
     return sorted(d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {}))
 
 
+def chapter_problems(app, docname):
+    """[(line, message, subtype)]: the warnings `check_chapters` gives for one chapter."""
+    nb, glue = executed_once(app, docname)
+    if nb is None:
+        return []
+    found = []
+    for cell, failure in failures(nb):
+        detail = f"\n{failure.detail}" if failure.detail else ""
+        found.append((cell.line, f"unverified output: {failure.what}{detail}", "unverified"))
+    lines = {cell.index: cell.line for cell in code_cells(nb)}
+    for index, what in textless_figures(nb, glue):
+        found.append((lines.get(index), f"figure without an image: {what} (was matplotlib's "
+                      "backend switched, e.g. matplotlib.use(\"Agg\"), before it was shown?)",
+                      "figure"))
+    return found
+
+
 def check_chapters(app, env):
-    """Warn, at the cell's fence line, for every unverified output of every chapter."""
+    """Warn, at the cell's fence line, for every unverified output of every chapter.
+
+    A chapter's outputs change only when Sphinx reads it again (then myst-nb takes
+    them from the execution cache, or runs it) or when the engine, and so the cache
+    folder, changes; the problems found are kept in the environment under that key,
+    so a rebuild that reads nothing warns again without opening every notebook."""
+    memo = getattr(env, CHECK_KEY, None)
+    if memo is None:
+        memo = {}
+        setattr(env, CHECK_KEY, memo)
     for docname in notebook_docnames(env):
-        nb, glue = executed_once(app, docname)
-        if nb is None:
-            continue
-        for cell, failure in failures(nb):
-            detail = f"\n{failure.detail}" if failure.detail else ""
-            LOGGER.warning(f"unverified output: {failure.what}{detail}",
-                           location=(docname, cell.line or None), type="engine",
-                           subtype="unverified")
-        lines = {cell.index: cell.line for cell in code_cells(nb)}
-        for index, what in textless_figures(nb, glue):
-            LOGGER.warning(f"figure without an image: {what} (was matplotlib's backend "
-                           "switched, e.g. matplotlib.use(\"Agg\"), before it was shown?)",
-                           location=(docname, lines.get(index) or None), type="engine",
-                           subtype="figure")
+        key = (env.all_docs.get(docname), str(app.config.nb_execution_cache_path))
+        if docname not in memo or memo[docname][0] != key:
+            memo[docname] = (key, chapter_problems(app, docname))
+        for line, message, subtype in memo[docname][1]:
+            LOGGER.warning(message, location=(docname, line or None), type="engine",
+                           subtype=subtype)
 
 
 def reread_report(app, env, added, changed, removed):
@@ -254,6 +274,7 @@ def note_data_files(app, docname, source):
 
 def purge(app, env, docname):
     getattr(env, ENV_KEY, set()).discard(docname)
+    getattr(env, CHECK_KEY, {}).pop(docname, None)
 
 
 def merge(app, env, docnames, other):

@@ -5,6 +5,7 @@
     python tests/benchmarks/run.py --quick          # fewer, shorter samples, printed only
     python tests/benchmarks/run.py --build          # only the build timings, written
     python tests/benchmarks/run.py --show           # print the stored results again
+    python tests/benchmarks/run.py --commit HEAD    # measure a commit, not the working tree
 
 Not a test (the README's pytest command does not collect it). Needs torch==2.13.0
 and autograd (tests/benchmarks/requirements.txt) besides the book's requirements.
@@ -36,6 +37,11 @@ not leak in, and the copy's engine is the one imported. Timed there: a cold
 plain Python script (cwd book/, matplotlib's Agg backend); and rebuilds with
 nothing changed. The build's overhead is the cold build minus the sum of the
 plain scripts.
+
+With `--commit REV` both parts measure that commit as `git archive` gives it
+(the workers import its `engine`), so concurrent edits of the working tree do
+not leak in; otherwise the working tree is measured, and the results say
+whether it had uncommitted changes.
 
 Results go to book/data/benchmarks.json (the appendix page `book/speed.md`
 draws its table and plot from it). A full run of the workloads replaces their
@@ -173,11 +179,18 @@ def worker(workload, implementation):
 
 
 class Worker:
-    def __init__(self, workload, implementation):
+    def __init__(self, workload, implementation, engine_root=None):
+        """`engine_root`: a folder whose `engine` package the worker imports (default: the
+        installed one)."""
         self.implementation = implementation
+        env = dict(os.environ)
+        if engine_root is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine_root),
+                                                              env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", workload, implementation],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            cwd=engine_root or ROOT)
 
     def ask(self, request=None):
         if request is not None:
@@ -199,9 +212,9 @@ class Worker:
         self.process.wait(timeout=60)
 
 
-def run_workload(workload, implementations, settings):
+def run_workload(workload, implementations, settings, engine_root=None):
     """{implementation: {...}} for one workload: check, calibrate, sample in rounds."""
-    workers = [Worker(workload, impl) for impl in implementations]
+    workers = [Worker(workload, impl, engine_root) for impl in implementations]
     results = {}
     try:
         for w in workers:  # start all, then read: the imports overlap with nothing timed
@@ -224,6 +237,8 @@ def run_workload(workload, implementations, settings):
             if sys.stdout.isatty():
                 print(f"  {workload}: round {r + 1} of {settings['repeats']}", end="\r",
                       flush=True)
+        if sys.stdout.isatty():
+            print(" " * 40, end="\r")
     finally:
         for w in workers:
             w.stop()
@@ -244,10 +259,14 @@ def git(*args):
         return None
 
 
-def commit_info():
+def commit_info(commit=None):
+    """The commit measured: HEAD and the working tree's changes, or `commit` as archived."""
+    if commit is not None:
+        return {"sha": git("rev-parse", commit), "short": git("rev-parse", "--short", commit),
+                "dirty": False, "changed_files": [], "from": f"git archive {commit}"}
     changed = [line[3:] for line in (git("status", "--porcelain") or "").splitlines()]
     return {"sha": git("rev-parse", "HEAD"), "short": git("rev-parse", "--short", "HEAD"),
-            "dirty": bool(changed), "changed_files": changed}
+            "dirty": bool(changed), "changed_files": changed, "from": "the working tree"}
 
 
 def cpu_model():
@@ -295,11 +314,14 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_workloads(names, settings):
+def run_workloads(names, settings, commit=None):
     started = time.perf_counter()
+    engine_root = None
+    if commit is not None:  # the workers import the engine of that commit
+        engine_root = snapshot(Path(tempfile.mkdtemp(prefix="engine-timing-")) / "root", commit)
     section = {
         "date": now(),
-        "commit": commit_info(),
+        "commit": commit_info(commit),
         "machine": machine_info(),
         "settings": dict(settings, threads=1, thread_variables=list(THREAD_VARIABLES),
                          gc="enabled (default); gc.collect() before each sample",
@@ -309,7 +331,7 @@ def run_workloads(names, settings):
         "workloads": {},
     }
     for name in names:
-        times = run_workload(name, W.IMPLEMENTATIONS, settings)
+        times = run_workload(name, W.IMPLEMENTATIONS, settings, engine_root)
         target = TARGETS[name]
         medians = {impl: t["median"] for impl, t in times.items()}
         ratio = medians["engine"] / medians[target["versus"]]
@@ -325,6 +347,8 @@ def run_workloads(names, settings):
         print(f"  {name}: done")
     section["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     section["seconds"] = round(time.perf_counter() - started, 1)
+    if engine_root is not None:
+        shutil.rmtree(engine_root.parent, ignore_errors=True)
     return section
 
 
@@ -407,13 +431,7 @@ def in_build_seconds(copy):
 
 def run_build(rebuilds=3, keep=False, commit=None):
     started = time.perf_counter()
-    if commit is None:
-        commit_data = commit_info()
-    else:
-        sha = git("rev-parse", commit)
-        commit_data = {"sha": sha, "short": git("rev-parse", "--short", commit), "dirty": False,
-                       "changed_files": [], "built_from": f"git archive {commit}"}
-    section = {"date": now(), "commit": commit_data, "machine": machine_info(),
+    section = {"date": now(), "commit": commit_info(commit), "machine": machine_info(),
                "command": "jupyter-book build . -W -n --keep-going",
                "threads": "the machine's defaults (no thread variables set)"}
     folder = Path(tempfile.mkdtemp(prefix="book-build-timing-"))
@@ -538,8 +556,8 @@ def main(argv=None):
     parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds to time (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the build's temporary copy")
     parser.add_argument("--commit", metavar="REV",
-                        help="time the build of this commit (git archive) instead of the "
-                        "working tree")
+                        help="measure this commit (its engine, and its build; from git "
+                        "archive) instead of the working tree")
     parser.add_argument("--out", type=Path, help=f"results file (default {RESULTS.relative_to(ROOT)}"
                         "; --only and --quick write only to a file named here)")
     parser.add_argument("--show", action="store_true", help="print the stored results, run nothing")
@@ -562,12 +580,12 @@ def main(argv=None):
     if not args.build:
         names = args.only or list(W.WORKLOADS)
         print(f"workloads: {', '.join(names)} ({'quick' if args.quick else 'full'} settings)")
-        section = run_workloads(names, settings)
+        section = run_workloads(names, settings, args.commit)
         print(workloads_table(section))
         if write:
             results["workloads"] = section
     if args.build or not (args.only or args.quick):
-        print("build timings (a temporary copy of the working tree)")
+        print(f"build timings (a temporary copy of {args.commit or 'the working tree'})")
         section = run_build(rebuilds=args.rebuilds, keep=args.keep, commit=args.commit)
         print(build_table(section))
         if write or args.build:

@@ -26,7 +26,7 @@ RUNNING_LARGE = 1_000_000
 MLP_SIZES = (784, 256, 256, 10)
 MLP_BATCH = 64
 
-# name: (inputs, program, what it measures, the one-sentence description the page shows)
+# name: its title, the program it runs, what it measures, its size and the sentence the page shows
 WORKLOADS = {
     "running_small": {
         "title": "running program, 3 entries",
