@@ -6,9 +6,11 @@ operations; `cross_entropy` is one fused operation whose backward is
 softmax - onehot, with PyTorch's `reduction` and `ignore_index` semantics.
 """
 
+import warnings
+
 import numpy as np
 
-from .tensor import Tensor
+from .tensor import Tensor, _caller_level
 
 
 def logsumexp(x, axis=-1, keepdims=False):
@@ -20,8 +22,27 @@ def logsumexp(x, axis=-1, keepdims=False):
         raise ValueError(f"axis {axis} is out of range for a tensor of shape {x.shape}: "
                          "logsumexp, log_softmax and softmax reduce over an axis it has")
     m = np.max(x.data, axis=axis, keepdims=True)  # a constant (see chapter)
-    out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
+    if np.isinf(m).any():  # x - m is inf - inf, nan: say why, at the reader's line
+        _warn_infinite_max(x, m, axis)
+    with np.errstate(invalid="ignore"):  # ... and not again in NumPy's words
+        out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
     return out if keepdims else out.reshape(np.squeeze(m, axis=axis).shape)
+
+
+def _warn_infinite_max(x, m, axis):
+    """The values stay nan, as PyTorch's softmax gives; the warning says which entries made them."""
+    n_inf, n_dead = int(np.isposinf(x.data).sum()), int(np.isneginf(m).sum())
+    why = []
+    if n_inf:
+        why.append(f"{n_inf} of {x.data.size} entries of x are inf")
+    if n_dead:
+        why.append(f"{n_dead} of {m.size} slices along axis {axis} are all -inf")
+    warnings.warn(
+        f"logsumexp, log_softmax and softmax: {' and '.join(why)}, so x - max(x) is "
+        f"inf - inf in {int(np.isinf(m).sum())} of {m.size} slices along axis {axis}: every "
+        "result there is nan, and so is its gradient; PyTorch's softmax and log_softmax give "
+        "the same nan without a warning (its logsumexp gives inf or -inf)",
+        RuntimeWarning, stacklevel=_caller_level())
 
 
 def log_softmax(x, axis=-1):
