@@ -129,7 +129,7 @@ class Linear(Module):
         super().__init__()
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"Linear: rng must be a NumPy Generator, such as "
-                            f"np.random.default_rng(0); got {type(rng).__name__} {rng!r:.40}")
+                            f"np.random.default_rng(0); got {type(rng).__name__}")
         bound = 1.0 / np.sqrt(fan_in)
         self.weight = Parameter(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
         self.bias = None

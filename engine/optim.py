@@ -14,24 +14,29 @@ import numpy as np
 class Optimizer:
     def __init__(self, params):
         name = type(self).__name__
+        if callable(params) or hasattr(params, "parameters"):  # the method, or the model
+            what = (f"the method {params.__qualname__}, not its result" if callable(params)
+                    and not hasattr(params, "parameters") else f"a {type(params).__name__} module")
+            raise TypeError(f"{name}: params must be a list of tensors, such as "
+                            f"model.parameters() with the brackets; got {what}")
         try:
             self.params = list(params)
-        except TypeError:  # optimizers take the list, not the model or its method
+        except TypeError:
             raise TypeError(f"{name}: params must be a list of tensors, such as "
-                            f"model.parameters() with the brackets; got {type(params).__name__} "
-                            f"{params!r:.60}") from None
+                            f"model.parameters(); got {type(params).__name__}") from None
         if not self.params:
-            raise ValueError(f"{name} got an empty list of parameters (a Module finds "
-                             "parameters in its attributes, not inside lists or dicts)")
+            raise ValueError(f"{name} got an empty list of parameters: a Module finds the "
+                             "parameters and layers kept in its attributes, and layers in "
+                             "lists or tuples, but not parameters in a list, nor anything in a dict")
         for i, p in enumerate(self.params):
             if not hasattr(p, "grad") or not hasattr(p, "data"):
                 raise TypeError(f"{name}: parameter {i} is a {type(p).__name__}, not a tensor")
 
-    @staticmethod
-    def _number(name, value):
-        """`value` as a float, or a TypeError naming the hyperparameter."""
-        if isinstance(value, (bool, str)) or not np.isscalar(value):
-            raise TypeError(f"{name} must be a number, got {value!r}")
+    def _number(self, name, value):
+        """`value` as a float, or a TypeError naming the optimizer and the hyperparameter."""
+        if (isinstance(value, (bool, str)) or np.ndim(value) != 0
+                or not np.issubdtype(np.asarray(value).dtype, np.number)):
+            raise TypeError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
         return float(value)
 
     def zero_grad(self):
@@ -48,10 +53,10 @@ class SGD(Optimizer):
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False):
         super().__init__(params)
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
         self.lr, self.momentum = self._number("lr", lr), self._number("momentum", momentum)
         self.dampening = self._number("dampening", dampening)
+        if nesterov and (self.momentum <= 0 or self.dampening != 0):
+            raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
         self.weight_decay, self.nesterov = self._number("weight_decay", weight_decay), nesterov
         self.buffers = [None] * len(self.params)
 

@@ -26,9 +26,14 @@ class Tensor:
                  "saved_versions", "__weakref__")
 
     def __init__(self, data, requires_grad=True, copy=True):
-        if not isinstance(requires_grad, (bool, np.bool_)):  # Tensor(2, 3) is not a shape
-            raise TypeError(f"Tensor: requires_grad must be True or False, got {requires_grad!r}; "
-                            "to make a tensor of a shape, pass its values: Tensor(np.zeros((2, 3)))")
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            hint = ""
+            if isinstance(data, int) and isinstance(requires_grad, int):  # Tensor(2, 3)
+                hint = (f"; Tensor({data}, {requires_grad}) is not a shape: for a tensor of "
+                        f"shape ({data}, {requires_grad}), pass its values, such as "
+                        f"Tensor(np.zeros(({data}, {requires_grad})))")
+            raise TypeError(f"Tensor: requires_grad must be True or False, got "
+                            f"{requires_grad!r}{hint}")
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
         self._data = as_data(float64_array(data, requires_grad, copy))  # see `data` below
         self.grad = np.zeros(self._data.shape)  # a leaf's starts at 0; a result's: see backward
@@ -174,8 +179,8 @@ class Tensor:
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions (np.sum, np.mean, ...) would see no graph: say what to call instead."""
         name = func.__name__
-        raise TypeError(f"np.{name} does not record a graph: call the Tensor's own method "
-                        f"(x.{name}(...)) if it has one, or np.{name}(x.data) for a constant")
+        raise TypeError(f"np.{name} does not take a Tensor: NumPy would see no graph. Use the "
+                        "Tensor's own methods and operators, or pass x.data for a constant")
 
     # -- unary operations ----------------------------------------------------
 
@@ -294,7 +299,9 @@ class Tensor:
     def max(self, axis=None, keepdims=False):
         axes = _axes(axis, self.shape, "max")
         if 0 in [self.shape[i] for i in axes]:
-            raise ValueError(f"max: an empty axis has no maximum (a tensor of shape {self.shape})")
+            over = "all its axes" if axis is None else f"axis {axis}"
+            raise ValueError(f"max: no entries to take the maximum of, over {over} of a "
+                             f"tensor of shape {self.shape}")
         y = self.data.max(axis=axes, keepdims=True)
 
         def backward_fn(y_bar):
@@ -315,6 +322,9 @@ class Tensor:
     def reshape(self, *shape):
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]  # reshape((2, 3)) as well as reshape(2, 3)
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if not all(isinstance(n, (int, np.integer)) for n in shape):
+            raise TypeError(f"reshape: lengths must be integers, got {shape}")
         old_shape = self.shape
 
         def backward_fn(y_bar):
@@ -322,9 +332,9 @@ class Tensor:
 
         try:
             y = self.data.reshape(shape)
-        except (ValueError, TypeError):
-            raise ValueError(f"reshape: a tensor of shape {old_shape} ({self.data.size} entries) "
-                             f"cannot take the shape {shape}") from None
+        except ValueError:
+            raise ValueError(f"reshape: a tensor of shape {old_shape} has {self.data.size} "
+                             f"entries, which do not fill the shape {shape}") from None
         return self._result(y, (self,), "reshape", backward_fn)
 
     def transpose(self, *axes):
@@ -332,10 +342,11 @@ class Tensor:
             axes = axes[0]  # transpose((1, 0)) as well as transpose(1, 0)
         if axes in ((), None):
             axes = tuple(range(self.data.ndim))[::-1]  # reverse, like .T
-        axes = tuple(axes)
-        if sorted(np.asarray(axes) % max(self.ndim, 1)) != list(range(self.ndim)):
-            raise ValueError(f"transpose: {axes} is not an order of the axes "
-                             f"{tuple(range(self.ndim))} of a tensor of shape {self.shape}")
+        n = self.ndim
+        if sorted(a % n if -n <= a < n else a for a in axes) != list(range(n)):
+            raise ValueError(f"transpose: {tuple(axes)} is not an order of the axes "
+                             f"{tuple(range(n))} of a tensor of shape {self.shape}")
+        axes = tuple(a % n for a in axes)  # -1 is the last axis: argsort needs 0 to n - 1
 
         def backward_fn(y_bar):
             return (y_bar.transpose(np.argsort(axes)),)  # the inverse permutation
@@ -357,7 +368,7 @@ class Tensor:
         try:
             y = self.data[index]
         except IndexError as error:
-            raise IndexError(f"index: {error} (indexing a tensor of shape {shape})") from None
+            raise IndexError(f"{error}, indexing a tensor of shape {shape}") from None
 
         def backward_fn(y_bar):
             x_bar = np.zeros(shape)
@@ -527,11 +538,12 @@ class FloatingPointTrouble:
 
     def warn(self):
         if self.seen:
-            what = "; ".join(f"'{op}': {', '.join(kinds)}" for op, kinds in self.seen.items())
+            what = ", ".join(f"{' and '.join(kinds)} in the backward of '{op}'"
+                             for op, kinds in self.seen.items())
             warnings.warn(
-                f"backward: the gradient is not finite, made by the backward of {what} "
-                "(sqrt and x ** p for p < 1 have an infinite slope at 0; a nan or inf from the "
-                "forward pass spreads); PyTorch returns the same values without a warning",
+                f"backward: the gradient is not finite: NumPy met {what} (a slope that is "
+                "infinite somewhere, as sqrt's at 0, or a nan or inf from the forward pass); "
+                "PyTorch returns the same values without a warning",
                 RuntimeWarning, stacklevel=_caller_level(),
             )
 

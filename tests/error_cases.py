@@ -231,8 +231,9 @@ CASES = [
     Case(
         id="shape-as-arguments", section="data", title="A shape instead of data",
         code="Tensor(2, 3)",
-        raises=(TypeError, "Tensor: requires_grad must be True or False, got 3; to make a "
-                           "tensor of a shape, pass its values: Tensor(np.zeros((2, 3)))"),
+        raises=(TypeError, "Tensor: requires_grad must be True or False, got 3; Tensor(2, 3) "
+                           "is not a shape: for a tensor of shape (2, 3), pass its values, "
+                           "such as Tensor(np.zeros((2, 3)))"),
         advice="`Tensor()` takes values, and its second argument is `requires_grad`: "
                "`Tensor(2, 3)` asked for the number 2 with `requires_grad=3`. "
                "(`torch.Tensor(2, 3)` makes an uninitialised 2 by 3 tensor; the engine has "
@@ -241,11 +242,9 @@ CASES = [
     Case(
         id="requires-grad-string", section="data", title="`requires_grad` as a string",
         code="Tensor([1.0, 2.0], requires_grad='yes')",
-        raises=(TypeError, "Tensor: requires_grad must be True or False, got 'yes'; to make a "
-                           "tensor of a shape, pass its values: Tensor(np.zeros((2, 3)))"),
+        raises=(TypeError, "Tensor: requires_grad must be True or False, got 'yes'"),
         advice="Pass `True` (the default) or `False`; a flag read from a config file is "
-               "text, so compare it, `requires_grad=(flag == 'yes')`. The second half of "
-               "the message is for the commoner slip, `Tensor(2, 3)`.",
+               "text, so compare it, `requires_grad=(flag == 'yes')`.",
     ),
     # -- shapes ----------------------------------------------------------------------
     Case(
@@ -293,8 +292,8 @@ CASES = [
     Case(
         id="reshape-wrong-size", section="shapes", title="`reshape` to a size that differs",
         code="Tensor(np.ones(6)).reshape(4, 2)",
-        raises=(ValueError, "reshape: a tensor of shape (6,) (6 entries) cannot take the "
-                            "shape (4, 2)"),
+        raises=(ValueError, "reshape: a tensor of shape (6,) has 6 entries, which do not "
+                            "fill the shape (4, 2)"),
         advice="A reshape keeps every entry: the new lengths must multiply to the old size, "
                "and `(4, 2)` holds 8. One length may be `-1`, worked out from the others: "
                "`reshape(-1, 2)` gives `(3, 2)`.",
@@ -305,15 +304,9 @@ CASES = [
             x = Tensor(np.ones(6))
             rows = len(x.data) / 3
             x.reshape(rows, 3)""",
-        raises=(ValueError, "reshape: a tensor of shape (6,) (6 entries) cannot take the "
-                            "shape (2.0, 3)"),
+        raises=(TypeError, "reshape: lengths must be integers, got (2.0, 3)"),
         advice="Lengths are whole numbers, and `/` always gives a float: divide with `//`, "
-               "`rows = len(x.data) // 3`. The sizes agree here (2 times 3 is 6): it is the "
-               "`2.0` that does not fit.",
-        defect="reshape: the lengths of a shape must be integers, got 2.0 in (2.0, 3) (today "
-               "a float length gets the message for a size that does not fit; NumPy's "
-               "TypeError 'float' object cannot be interpreted as an integer is turned into "
-               "this ValueError)",
+               "`rows = len(x.data) // 3`.",
     ),
     Case(
         id="sum-missing-axis", section="shapes", title="A sum over an axis that does not exist",
@@ -344,20 +337,18 @@ CASES = [
         id="transpose-counted-from-one", section="shapes",
         title="`transpose` with axes counted from 1",
         code="Tensor(np.ones((2, 3))).transpose(2, 1)",
-        raises=(np.exceptions.AxisError, "axis 2 is out of bounds for array of dimension 2"),
+        raises=(ValueError, "transpose: (2, 1) is not an order of the axes (0, 1) of a "
+                            "tensor of shape (2, 3)"),
         advice="Axes count from 0: the axes of a `(2, 3)` tensor are `(0, 1)`, so swap them "
                "with `transpose(1, 0)`, or `.T`.",
-        defect="transpose: (2, 1) is not an order of the axes (0, 1) of a tensor of shape "
-               "(2, 3) (today the check compares the axes modulo ndim, so 2 passes as 0 and "
-               "NumPy raises from engine/tensor.py, Tensor.transpose)",
     ),
     Case(
         id="index-out-of-range", section="shapes", title="An index out of range",
         code="""\
             x = Tensor([1.0, 2.0, 3.0])
             x[3]""",
-        raises=(IndexError, "index: index 3 is out of bounds for axis 0 with size 3 "
-                            "(indexing a tensor of shape (3,))"),
+        raises=(IndexError, "index 3 is out of bounds for axis 0 with size 3, indexing a "
+                            "tensor of shape (3,)"),
         advice="Indices of a length-3 axis run from 0 to 2 (or -3 to -1): the last entry "
                "is `x[2]`, or `x[-1]`.",
     ),
@@ -380,7 +371,8 @@ CASES = [
             scores = Tensor([0.2, 0.7, 0.4])
             high = scores[scores.data > 0.9]
             high.max()""",
-        raises=(ValueError, "max: an empty axis has no maximum (a tensor of shape (0,))"),
+        raises=(ValueError, "max: no entries to take the maximum of, over all its axes of a "
+                            "tensor of shape (0,)"),
         advice="A mask that selects nothing leaves an empty tensor. Its `sum()` is 0, but "
                "it has no maximum: check `high.data.size` first, or take the maximum before "
                "masking.",
@@ -579,11 +571,11 @@ CASES = [
             length.backward()
             print("x.grad =", x.grad)""",
         line=3,
-        warns=((RuntimeWarning, "backward: the gradient is not finite, made by the backward of "
-                                "'sqrt': divide by zero; '*': invalid value (sqrt and x ** p for "
-                                "p < 1 have an infinite slope at 0; a nan or inf from the forward "
-                                "pass spreads); PyTorch returns the same values without a "
-                                "warning"),),
+        warns=((RuntimeWarning, "backward: the gradient is not finite: NumPy met divide by "
+                                "zero in the backward of 'sqrt', invalid value in the backward "
+                                "of '*' (a slope that is infinite somewhere, as sqrt's at 0, or "
+                                "a nan or inf from the forward pass); PyTorch returns the same "
+                                "values without a warning"),),
         prints="x.grad = [nan nan]\n",
         advice="$\\sqrt{\\cdot}$ has an infinite slope at 0, so the backward of `sqrt` makes "
                "inf, and the backward of `x * x` turns it into nan ($0 \\cdot \\infty$), in "
@@ -720,12 +712,10 @@ CASES = [
                     super().__init__()
                     self.layers = {"first": nn.Linear(2, 1, np.random.default_rng(0))}
             optim.SGD(Net().parameters(), lr=0.1)""",
-        raises=(ValueError, "SGD got an empty list of parameters (a Module finds parameters "
-                            "in its attributes, not inside lists or dicts)"),
-        advice="A module finds its parameters in its attributes, and its sub-modules in "
-               "attributes and in lists or tuples of them, but not in dicts: keep the layers "
-               "in a list, or one attribute per layer. (The message's \"not inside lists\" "
-               "is about parameters kept in a list; layers in a list are found.)",
+        raises=(ValueError, "SGD got an empty list of parameters: a Module finds the "
+                            "parameters and layers kept in its attributes, and layers in lists "
+                            "or tuples, but not parameters in a list, nor anything in a dict"),
+        advice="Keep the layers in a list, or one attribute per layer.",
     ),
     Case(
         id="optimizer-given-method", section="training",
@@ -734,10 +724,9 @@ CASES = [
             model = nn.Linear(2, 1, np.random.default_rng(0))
             optim.SGD(model.parameters, lr=0.1)""",
         raises=(TypeError, "SGD: params must be a list of tensors, such as model.parameters() "
-                           "with the brackets; got method <bound method Module.parameters of "
-                           "<engine.nn.Linear object "),
-        advice="Call it: `model.parameters()`. The end of the message is Python's "
-               "description of what you passed, cut at 60 characters.",
+                           "with the brackets; got the method Module.parameters, not its "
+                           "result"),
+        advice="Call it: `model.parameters()`.",
     ),
     Case(
         id="optimizer-given-model", section="training", title="An optimizer given the model",
@@ -745,17 +734,15 @@ CASES = [
             model = nn.Linear(2, 1, np.random.default_rng(0))
             optim.Adam(model, lr=0.1)""",
         raises=(TypeError, "Adam: params must be a list of tensors, such as model.parameters() "
-                           "with the brackets; got Linear <engine.nn.Linear object at 0x...>"),
-        advice="Optimizers take the parameters: `optim.Adam(model.parameters(), lr=0.1)`. "
-               "The number after `at` is where the model sits in memory; it changes from "
-               "run to run.",
+                           "with the brackets; got a Linear module"),
+        advice="Optimizers take the parameters: `optim.Adam(model.parameters(), lr=0.1)`.",
     ),
     Case(
         id="lr-as-string", section="training", title="A learning rate as a string",
         code="""\
             model = nn.Linear(2, 1, np.random.default_rng(0))
             optim.SGD(model.parameters(), lr="0.1")""",
-        raises=(TypeError, "lr must be a number, got '0.1'"),
+        raises=(TypeError, "SGD: lr must be a number, got '0.1'"),
         advice="A learning rate read from a config file or the command line is text: "
                "convert it, `lr=float(text)`. The same holds for `momentum`, `betas`, `eps` "
                "and `weight_decay`.",
@@ -803,7 +790,7 @@ CASES = [
         id="seed-instead-of-rng", section="training", title="A seed where a generator goes",
         code="nn.MLP([2, 3, 1], 0)",
         raises=(TypeError, "Linear: rng must be a NumPy Generator, such as "
-                           "np.random.default_rng(0); got int 0"),
+                           "np.random.default_rng(0); got int"),
         advice="Layers draw their weights from a NumPy Generator, made once from the seed: "
                "`nn.MLP([2, 3, 1], np.random.default_rng(0))`. The message names `Linear`, "
                "the layer inside the MLP that draws them.",
@@ -829,8 +816,8 @@ CASES = [
     Case(
         id="numpy-sum-on-tensor", section="python", title="`np.sum` of a Tensor",
         code="np.sum(Tensor([1.0, 2.0]))",
-        raises=(TypeError, "np.sum does not record a graph: call the Tensor's own method "
-                           "(x.sum(...)) if it has one, or np.sum(x.data) for a constant"),
+        raises=(TypeError, "np.sum does not take a Tensor: NumPy would see no graph. Use the "
+                           "Tensor's own methods and operators, or pass x.data for a constant"),
         advice="Use the method, `x.sum()`, which records the graph, or `np.sum(x.data)` for "
                "a constant. Other NumPy functions (`np.mean`, `np.concatenate`, ...) say the "
                "same; the engine has no method for some of them, such as `concatenate`, so "

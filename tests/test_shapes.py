@@ -240,3 +240,27 @@ def test_a_dense_layer_bias_grad_sums_rows_and_one_sample_weight_grad_has_rank_o
     w.grad[...] = 0.0
     (Tensor(x[:1], requires_grad=False) @ w + b).backward(z_bar[:1])
     assert np.linalg.matrix_rank(w.grad) == 1
+
+
+def test_transpose_with_negative_axes_has_the_inverse_permutation_as_its_vjp():
+    # argsort of (0, -1, -2) is not the inverse of the permutation (0, 2, 1)
+    rng = np.random.default_rng(3)
+    x = Tensor(rng.normal(size=(2, 3, 4)))
+    weights = rng.normal(size=(2, 4, 3))
+    (x.transpose(0, -1, -2) * weights).sum().backward()
+    np.testing.assert_array_equal(x.grad, weights.transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize("axes", [(2, 1), (0, 3), (1, 1), (0,)])
+def test_transpose_refuses_an_order_that_is_not_one(axes):
+    with pytest.raises(ValueError, match=r"^transpose: .* is not an order of the axes \(0, 1\)"):
+        Tensor(np.ones((2, 3))).transpose(axes)
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((4, 2), r"^reshape: a tensor of shape \(6,\) has 6 entries, which do not fill the shape \(4, 2\)$"),
+    ((2.0, 3), r"^reshape: lengths must be integers, got \(2.0, 3\)$"),
+])
+def test_reshape_says_what_is_wrong(shape, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        Tensor(np.arange(6.0)).reshape(shape)
