@@ -58,11 +58,15 @@ class Result:
         return not self.failures
 
     def report(self) -> str:
-        head = (
-            f"{self.name}: {len(self.failures)} problem(s) in "
-            f"{len({f.line for f in self.failures})} of {len(self.chapter.cells)} code cells "
-            f"(outputs {'from the build cache' if self.source == 'cache' else 'executed'})"
-        )
+        if self.chapter.nb is None:
+            head = f"{self.name}: myst-nb cannot read this chapter, so no cell ran"
+        else:
+            source = "from the build cache" if self.source == "cache" else "executed"
+            head = (
+                f"{self.name}: {len(self.failures)} problem(s) in "
+                f"{len({f.line for f in self.failures})} of {len(self.chapter.cells)} code cells "
+                f"(outputs {source})"
+            )
         parts = [head]
         for failure in self.failures:
             parts.append(f"{self.name}:{failure.line}: {failure.what}")
@@ -183,7 +187,11 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
     root = Path(root).resolve()
     path = Path(path).resolve()
     build = Path(build) if build is not None else build_dir(root)
-    chapter = ex.read_chapter(path, root)
+    try:
+        chapter = ex.read_chapter(path, root)
+    except ex.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
+        chapter = ex.Chapter(path, path.read_text(encoding="utf8"), None, [])
+        return Result(chapter, root, failures=[ex.Failure(error.line, error.what)])
     result = Result(chapter, root)
     cache = open_cache(build)
 
@@ -262,20 +270,36 @@ def rewrite(result: Result, cache):
 
 
 def find_chapters(names, root=ROOT):
+    """[(chapter path, its book's root)]: every chapter of `root`'s toc, or the ones named.
+
+    A name is a slug or a path; a path may belong to another book (the nearest
+    `_toc.yml` above it). A page that exists but is not in its book's `_toc.yml` is
+    refused: the build leaves it out, so checking it would pass a page nobody sees.
+    """
     chapters = ex.chapter_paths(root)
     if not names:
-        return chapters
+        return [(path, root) for path in chapters]
     picked = []
     for name in names:
         matches = [
             p for p in chapters if name in (ex.slug(p, root), str(p), ex.display_path(p, root))
         ]
-        if not matches and Path(name).is_file():
-            matches = [Path(name).resolve()]
-        if not matches:
-            known = ", ".join(ex.slug(p, root) for p in chapters)
-            raise SystemExit(f"no chapter {name!r} in _toc.yml (chapters: {known})")
-        picked.extend(matches)
+        if matches:
+            picked.extend((path, root) for path in matches)
+            continue
+        candidates = [Path(name), Path(root) / "book" / f"{name}.md"]
+        path = next((c.resolve() for c in candidates if c.is_file()), None)
+        home = ex.book_root(path) if path is not None else None
+        if path is not None and home is not None:
+            if path in ex.chapter_paths(home):
+                picked.append((path, home))
+                continue
+            raise SystemExit(
+                f"{ex.display_path(path, home)}: not in {ex.display_path(home / '_toc.yml')}, "
+                "so the book leaves it out and the chapter tests never run it: list it there"
+            )
+        known = ", ".join(ex.slug(p, root) for p in chapters)
+        raise SystemExit(f"no chapter {name!r} in _toc.yml (chapters: {known})")
     return picked
 
 
@@ -288,8 +312,8 @@ def main(argv=None):
                         help="execute even when the build cache holds the outputs")
     args = parser.parse_args(argv)
     status = 0
-    for path in find_chapters(args.chapters):
-        result = verify(path, update=args.update, use_cache=not args.no_cache)
+    for path, root in find_chapters(args.chapters):
+        result = verify(path, root=root, update=args.update, use_cache=not args.no_cache)
         timing = f"{result.seconds:.1f} s, {result.source}"
         if result.rewritten:
             lines = ", ".join(str(line) for line in result.rewritten)

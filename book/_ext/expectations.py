@@ -93,6 +93,42 @@ def chapter_paths(root=ROOT) -> list[Path]:
     return paths
 
 
+def pages_missing_from_toc(root=ROOT) -> list[Path]:
+    """Pages in the chapters' folder (the root page's, `book/`) that `_toc.yml` does not list.
+
+    With `only_build_toc_files: true` the build leaves them out without a word, and
+    the chapter tests (one per chapter of the toc) never see them. Files the
+    configuration excludes are not pages.
+    """
+    from sphinx.util.matching import Matcher
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    root = Path(root).resolve()
+    site_map = parse_toc_yaml(str(root / "_toc.yml"))
+    listed = set(site_map)
+    folder = root / Path(site_map.root.docname).parent
+    excluded = Matcher(book_config(root).get("exclude_patterns", []))
+    missing = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".md", ".ipynb") or not path.is_file():
+            continue
+        relative = path.relative_to(root).as_posix()
+        parts = relative.split("/")
+        if any(excluded("/".join(parts[: i + 1])) for i in range(len(parts))):
+            continue
+        if relative[: -len(path.suffix)] not in listed and relative not in listed:
+            missing.append(path)
+    return missing
+
+
+def book_root(path) -> Path | None:
+    """The nearest folder above `path` holding a `_toc.yml` (the book it belongs to)."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "_toc.yml").is_file():
+            return folder
+    return None
+
+
 def slug(path, root=ROOT) -> str:
     """`book/tensors.md` -> `tensors` (the chapter's name in test ids)."""
     path = Path(path).resolve()
@@ -149,13 +185,132 @@ class Chapter:
         return next(cell for cell in self.cells if cell.index == index)
 
 
-def read_notebook(text: str, path, root=ROOT):
-    """The notebook myst-nb builds from `text` (source_map included)."""
-    from myst_nb.core.read import read_myst_markdown_notebook
+class ChapterError(ValueError):
+    """A chapter that cannot be read at all; names the file and the line to fix."""
 
-    return read_myst_markdown_notebook(
-        text, config=md_parser_config(root), add_source_map=True, path=str(path)
-    )
+    def __init__(self, path, line: int, what: str, root=ROOT):
+        self.path, self.line, self.what = Path(path), line, what
+        super().__init__(f"{display_path(path, root)}:{line}: {what}")
+
+
+_CODE_CELL_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*\{code-cell\}")
+
+
+def _cell_end(lines: list[str], fence: int) -> int:
+    """0-based index of the line closing the fenced cell that opens at `fence`."""
+    mark = _CODE_CELL_FENCE.match(lines[fence]).group(1)
+    for i in range(fence + 1, len(lines)):
+        stripped = lines[i].strip()
+        if stripped and set(stripped) == {mark[0]} and len(stripped) >= len(mark):
+            return i
+    return len(lines)
+
+
+def options_problem(text: str, fence_line: int):
+    """(line, what) when the options of the code cell fenced at `fence_line` do not read.
+
+    myst-nb says only "Code cell 2 at line 17 could not be read: ... (bad YAML)";
+    this names the line of the options to fix and YAML's own words. None when the
+    options read (as a mapping) after all.
+    """
+    import textwrap
+
+    import yaml
+
+    lines = text.splitlines()
+    fence = fence_line - 1
+    end = _cell_end(lines, fence)
+    if fence + 1 < end and lines[fence + 1].startswith("---"):
+        close = next((i for i in range(fence + 2, end) if re.match(r"^-{3,}", lines[i])), None)
+        if close is None:
+            return fence_line + 1, (
+                "the cell's options block opened by `---` here is never closed: end it "
+                "with a `---` line before the code")
+        first, body = fence + 2, lines[fence + 2 : close]  # first: 0-based line of the YAML
+        body = textwrap.dedent("\n".join(body))
+    else:
+        count = 0
+        while fence + 1 + count < end and lines[fence + 1 + count].lstrip().startswith(":"):
+            count += 1
+        if not count:
+            return None
+        first = fence + 1
+        body = "\n".join(line.lstrip()[1:] for line in lines[first : first + count])
+    try:
+        value = yaml.safe_load(body)
+    except yaml.YAMLError as error:
+        problem_mark = getattr(error, "problem_mark", None)
+        context_mark = getattr(error, "context_mark", None)
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        context = getattr(error, "context", None)
+        what = "the cell's options are not valid YAML: " + problem
+        where = first + 1 + (problem_mark.line if problem_mark else 0)
+        if problem_mark:
+            what += f" (line {where})"
+        if context and context_mark:
+            start = first + 1 + context_mark.line
+            what += f", {context} that starts at line {start}"
+            if "quoted" in context or "flow" in context:
+                where = start  # an unclosed quote or bracket: the line that opens it
+        return where, what + " (`expect: |` then the text indented by two spaces is the safe form)"
+    if value is not None and not isinstance(value, dict):
+        return first + 1, (
+            f"the cell's options read as a YAML {type(value).__name__}, not as "
+            "`key: value` lines")
+    return None
+
+
+def options_problems(text: str):
+    """[(line, what)] for every code cell whose options do not read, in order."""
+    problems = []
+    for i, line in enumerate(text.splitlines()):
+        if _CODE_CELL_FENCE.match(line):
+            problem = options_problem(text, i + 1)
+            if problem is not None:
+                problems.append(problem)
+    return problems
+
+
+def comment_out_options(text: str, line: int) -> str:
+    """`text` with the options lines of the cell whose problem is at `line` made YAML
+    comments (so the cell reads with no options), every line number unchanged.
+
+    The build uses it after warning, so one bad cell does not stop the whole build
+    (and hide the other problems `--keep-going` should list)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    fence = max(i for i in range(min(line, len(lines))) if _CODE_CELL_FENCE.match(lines[i]))
+    end = _cell_end(lines, fence)
+    if lines[fence + 1].startswith("---"):
+        close = next((i for i in range(fence + 2, end) if re.match(r"^-{3,}", lines[i])), end)
+        # no closing `---`: myst reads the whole cell as options, so it all becomes comments
+        lines[fence + 2 : close] = ["# " + ln for ln in lines[fence + 2 : close]]
+    else:
+        i = fence + 1
+        while i < end and lines[i].lstrip().startswith(":"):
+            lines[i] = ":# " + lines[i].lstrip()[1:]
+            i += 1
+    result = newline.join(lines)
+    return result + newline if text.endswith(("\n", "\r")) else result
+
+
+def read_notebook(text: str, path, root=ROOT):
+    """The notebook myst-nb builds from `text` (source_map included).
+
+    A cell whose options do not read raises ChapterError naming its line."""
+    import yaml
+    from myst_nb.core.read import MystMetadataParsingError, read_myst_markdown_notebook
+
+    try:
+        return read_myst_markdown_notebook(
+            text, config=md_parser_config(root), add_source_map=True, path=str(path)
+        )
+    except (MystMetadataParsingError, yaml.YAMLError) as error:
+        problems = options_problems(text)
+        if not problems:
+            raise
+        line, what = problems[0]
+        raise ChapterError(path, line, what, root) from error
 
 
 def read_chapter(path, root=ROOT, text=None) -> Chapter:

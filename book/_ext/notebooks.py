@@ -623,8 +623,9 @@ def executed_notebook(app, docname):
 
 
 def _from_cache(app, docname):
+    import yaml
     from jupyter_cache import get_cache
-    from myst_nb.core.read import create_nb_reader
+    from myst_nb.core.read import MystMetadataParsingError, create_nb_reader
 
     path = app.env.doc2path(docname)
     try:
@@ -635,8 +636,8 @@ def _from_cache(app, docname):
         nb = reader.read(text)
         cache = get_cache(app.config.nb_execution_cache_path)
         _, merged = cache.merge_match_into_notebook(nb)
-    except (KeyError, OSError, AttributeError):
-        return None
+    except (KeyError, OSError, AttributeError, MystMetadataParsingError, yaml.YAMLError):
+        return None  # a cell's options do not read: _check_cell_options warned
     merged.metadata["source_map"] = nb.metadata.get("source_map")
     return merged
 
@@ -683,6 +684,133 @@ def _build_finished(app, exception):
     write_archive(Path(app.outdir) / ARCHIVE, notebooks, root, root / "requirements.txt")
 
 
+# -- bad edits: name the file and the line -------------------------------------------
+#
+# Three mistakes reach a reader of the build log without a line to fix: myst-nb
+# crashes on a cell whose options are not YAML ("Code cell 2 at line 17 could not be
+# read", no file), reports a failing or endless cell as "Executing notebook failed:
+# CellExecutionError" (file, no cell), and a page missing from _toc.yml is left out
+# with one info line ("Excluded 1 extra file(s)"), which -W does not fail. Each
+# becomes a warning at `<file>:<line>`, so `-W` fails and names it.
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _ex():
+    """book/_ext/expectations.py (the verifier's reader), beside this file."""
+    import sys
+
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import expectations
+
+    return expectations
+
+
+def _check_cell_options(app, docname, source):
+    """A code cell whose options do not read: a warning at its line, then read the cell
+    without options, so the build goes on and lists the other problems too."""
+    from myst_nb.core.read import MystMetadataParsingError, create_nb_reader
+
+    path = app.env.doc2path(docname)
+    if not str(path).endswith(".md"):
+        return
+    try:
+        reader = create_nb_reader(str(path), app.env.myst_config, app.env.mystnb_config,
+                                  source[0])
+    except Exception:  # not a notebook this extension can judge: myst-nb will say
+        return
+    if reader is None:
+        return
+    import yaml
+
+    ex = _ex()
+    for _ in range(source[0].count("{code-cell}")):
+        try:
+            reader.read(source[0])
+            return
+        except (MystMetadataParsingError, yaml.YAMLError):
+            problems = ex.options_problems(source[0])
+            if not problems:
+                return  # myst-nb's own error follows
+            line, what = problems[0]
+            logger().warning(what, location=(docname, line))
+            source[0] = ex.comment_out_options(source[0], line)
+
+
+def failed_cell(nb, exec_data):
+    """(line in the .md, what) of the cell that stopped a failed execution, or None.
+
+    nbclient stops at the first cell that raises or times out (allow_errors is off)
+    and leaves an error output on it; myst-nb writes that notebook, with its
+    source_map (cell index -> fence line), to jupyter_execute/.
+    """
+    source_map = nb.metadata.get("source_map") or []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or index >= len(source_map):
+            continue
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if not errors:
+            continue
+        if exec_data.get("error") == "CellTimeoutError":
+            seconds = re.search(r"after (\S+) seconds", exec_data.get("traceback") or "")
+            limit = f" after {seconds[1]} s" if seconds else ""
+            what = (f"cell timed out{limit} (the build's limit is `execute: timeout` of "
+                    "_config.yml for every cell; the verifier applies a cell's `timeout:`)")
+        else:
+            error = errors[0]
+            what = _ANSI.sub("", f"cell raised {error.get('ename')}: {error.get('evalue')}")
+        return source_map[index], what
+    return None
+
+
+def _name_failing_cell(app, doctree):
+    """After myst-nb's "Executing notebook failed": the file and line of the cell."""
+    try:
+        from myst_nb.sphinx_ import NbMetadataCollector
+
+        exec_data = NbMetadataCollector.get_exec_data(app.env, app.env.docname)
+    except Exception:
+        return
+    if not exec_data or exec_data.get("succeeded", True):
+        return
+    path = Path(app.outdir).parent / "jupyter_execute" / f"{app.env.docname}.ipynb"
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return
+    found = failed_cell(nb, exec_data)
+    if found is not None:
+        logger().warning(found[1], location=(app.env.docname, found[0]))
+
+
+def _toc_exclusions_before(app, config):
+    app.__dict__["_engine_excluded_before"] = list(config.exclude_patterns)
+
+
+def _warn_pages_missing_from_toc(app):
+    """Pages of the chapters' folder that sphinx-external-toc dropped for not being in
+    _toc.yml (`only_build_toc_files`): a warning each, naming the file."""
+    before = set(app.__dict__.get("_engine_excluded_before", ()))
+    root_folder = posixpath.dirname(app.config.root_doc)
+    srcdir = Path(app.srcdir)
+    for pattern in app.config.exclude_patterns:
+        if pattern in before or not (srcdir / pattern).is_file():
+            continue
+        if root_folder and not pattern.startswith(root_folder + "/"):
+            continue  # outside the chapters' folder, e.g. a README beside _config.yml
+        logger().warning(
+            "this page is not in _toc.yml, so the book leaves it out: list it in _toc.yml "
+            "(or delete it)", location=f"{srcdir / pattern}:1")
+
+
+def logger():
+    from sphinx.util import logging
+
+    return logging.getLogger(__name__)
+
+
 def book_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``{book-archive}`Download everything (.zip)``: a link to the archive of the book."""
     from docutils import nodes
@@ -695,6 +823,10 @@ def book_archive_role(name, rawtext, text, lineno, inliner, options=None, conten
 
 
 def setup(app):
+    app.connect("config-inited", _toc_exclusions_before, priority=100)  # etoc's runs at 900
+    app.connect("builder-inited", _warn_pages_missing_from_toc)
+    app.connect("source-read", _check_cell_options)
+    app.connect("doctree-read", _name_failing_cell)
     app.connect("html-page-context", _page_context, priority=400)
     app.connect("build-finished", _build_finished)
     app.add_role("book-archive", book_archive_role)

@@ -1,0 +1,303 @@
+"""The book under bad edits: the build and the verifier fail, naming the file and the line.
+
+One throwaway book (tiny chapters, no engine import) holds five broken edits, and is
+built ONCE for the module with the README's flags (`-W -n --keep-going`), so every
+problem is listed in the same log:
+
+1. `syntax`: a cell with a syntax error;
+2. `forever`: a cell that never ends (`while True: pass`, `timeout: 1`; the build's
+   limit is `execute: timeout: 3` of the throwaway _config.yml, as the build applies
+   `execute: timeout` to every cell and only the verifier reads a cell's `timeout:`);
+3. `badyaml`: an `expect:` whose quote is never closed, in the cell's YAML options;
+4. `orphan`: a page in book/ that `_toc.yml` does not list;
+5. `badref`: a `{ref}` and a `{numref}` to labels nobody defines.
+
+The build must exit non-zero and print `<file>:<line>: WARNING: ...` for each (the
+line of the cell's fence, of the bad YAML line, of the reference; line 1 for the
+page missing from the toc). The verifier must say the same for the cells, and
+refuse the page missing from the toc.
+"""
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import verifier
+from throwaway import FRONT
+from verifier import ex
+
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+EXT = verifier.ROOT / "book" / "_ext"
+
+CONFIG = f"""\
+title: bad edits
+author: bad-edit tests
+only_build_toc_files: true
+exclude_patterns: [_build]
+execute:
+  execute_notebooks: cache
+  timeout: 3
+  allow_errors: false
+  stderr_output: warn
+  run_in_temp: false
+sphinx:
+  local_extensions:
+    engine_cache: {EXT}
+    notebooks: {EXT}
+  config:
+    nitpicky: true
+"""
+
+CHAPTERS = {
+    "syntax": """
+        A cell that runs, then one that does not parse.
+
+        ```{code-cell} ipython3
+        ---
+        expect: fine
+        ---
+        print("fine")
+        ```
+
+        ```{code-cell} ipython3
+        def f(x:  # syntax-error
+            return x
+        ```
+        """,
+    "forever": """
+        ```{code-cell} ipython3
+        ---
+        timeout: 1
+        ---
+        while True:  # never-ends
+            pass
+        ```
+        """,
+    "badyaml": """
+        ```{code-cell} ipython3
+        ---
+        expect: ok
+        ---
+        print("ok")
+        ```
+
+        ```{code-cell} ipython3
+        ---
+        tags: [hide-input]
+        expect: "ok  # unclosed-quote
+        ---
+        print("ok")
+        ```
+        """,
+    "badref": """
+        See {ref}`no-such-label` here.
+
+        And {numref}`no-such-figure` there.
+        """,
+}
+ORPHAN = "Written, but never listed in _toc.yml.\n"
+
+
+def line_of(path: Path, marker: str) -> int:
+    """1-based line of the first line of `path` holding `marker`."""
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if marker in line)
+
+
+def fence_of(path: Path, marker: str) -> int:
+    """1-based line of the ```{code-cell} fence of the cell holding `marker`."""
+    lines = path.read_text().splitlines()
+    at = line_of(path, marker) - 1
+    return max(i for i in range(at) if lines[i].startswith("```{code-cell}")) + 1
+
+
+def make_book(root: Path) -> Path:
+    (root / "book").mkdir(parents=True)
+    (root / "_config.yml").write_text(CONFIG)
+    # notebooks.py packs engine/, pyproject.toml and the pins into the site's archive
+    (root / "pyproject.toml").write_text('[project]\nname = "bad-edits"\n')
+    (root / "requirements.txt").write_text("")
+    (root / "book" / "intro.md").write_text("# Intro\n\nA throwaway book.\n")
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
+    for name, body in CHAPTERS.items():
+        (root / "book" / f"{name}.md").write_text(
+            FRONT + f"\n# {name}\n" + textwrap.dedent(body))
+        toc += f"  - file: book/{name}\n"
+    (root / "book" / "orphan.md").write_text(FRONT + "\n# Orphan\n\n" + ORPHAN)
+    (root / "_toc.yml").write_text(toc)
+    return root
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    return make_book(tmp_path_factory.mktemp("bad-edits"))
+
+
+@pytest.fixture(scope="module")
+def build_log(book):
+    """(exit status, log without colours) of one build of the broken book."""
+    run = subprocess.run(
+        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going"],
+        capture_output=True, text=True, timeout=300,
+    )
+    return run.returncode, re.sub(r"\x1b\[[0-9;]*m", "", run.stdout + run.stderr)
+
+
+def warning(book, name, line, what):
+    """The warning line Sphinx prints: `<abs path>:<line>: WARNING: <what>`."""
+    return f"{book / 'book' / name}.md:{line}: WARNING: {what}"
+
+
+# -- the build --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_build_fails_and_lists_every_bad_edit(build_log):
+    status, log = build_log
+    assert status != 0, log[-3000:]
+    assert "build finished with problems" in log, log[-3000:]
+    assert "Exception occurred" not in log, "a bad edit crashed the build:\n" + log[-3000:]
+
+
+@pytest.mark.slow
+def test_build_names_the_cell_with_a_syntax_error(book, build_log):
+    line = fence_of(book / "book" / "syntax.md", "# syntax-error")
+    expected = warning(book, "syntax", line, "cell raised SyntaxError: '(' was never closed")
+    assert expected in build_log[1], build_log[1][-3000:]
+
+
+@pytest.mark.slow
+def test_build_names_the_cell_that_never_ends(book, build_log):
+    line = fence_of(book / "book" / "forever.md", "# never-ends")
+    expected = warning(book, "forever", line, "cell timed out after 3 s")
+    assert expected in build_log[1], build_log[1][-3000:]
+
+
+@pytest.mark.slow
+def test_build_names_the_line_of_bad_yaml_options(book, build_log):
+    line = line_of(book / "book" / "badyaml.md", "# unclosed-quote")
+    expected = warning(book, "badyaml", line, "the cell's options are not valid YAML: ")
+    assert expected in build_log[1], build_log[1][-3000:]
+    assert f"quoted scalar that starts at line {line}" in build_log[1]
+
+
+@pytest.mark.slow
+def test_build_names_the_page_missing_from_the_toc(book, build_log):
+    expected = warning(book, "orphan", 1, "this page is not in _toc.yml")
+    assert expected in build_log[1], build_log[1][-3000:]
+
+
+@pytest.mark.slow
+def test_build_names_each_undefined_label(book, build_log):
+    path = book / "book" / "badref.md"
+    for label in ("no-such-label", "no-such-figure"):
+        expected = warning(book, "badref", line_of(path, label), f"undefined label: '{label}'")
+        assert expected in build_log[1], build_log[1][-3000:]
+
+
+# -- the verifier -------------------------------------------------------------------------
+
+
+def check(book, name):
+    path = book / "book" / f"{name}.md"
+    return path, verifier.verify(path, root=book, build=book / "_verifier-build")
+
+
+@pytest.mark.slow
+def test_verifier_names_the_cell_with_a_syntax_error(book):
+    path, result = check(book, "syntax")
+    line = fence_of(path, "# syntax-error")
+    assert [(f.line, f.what.split(" (")[0]) for f in result.failures] == [
+        (line, "cell raised SyntaxError: '(' was never closed")]
+    assert f"\nbook/syntax.md:{line}: cell raised SyntaxError" in result.report()
+
+
+@pytest.mark.slow
+def test_verifier_stops_the_cell_that_never_ends_at_its_own_timeout(book):
+    path, result = check(book, "forever")
+    [failure] = result.failures
+    assert failure.line == fence_of(path, "# never-ends")
+    assert failure.what.startswith("cell timed out after 1 s")  # the cell's `timeout: 1`
+    assert f"\nbook/forever.md:{failure.line}: cell timed out after 1 s" in result.report()
+
+
+def test_verifier_names_the_line_of_bad_yaml_options(book):
+    path, result = check(book, "badyaml")
+    line = line_of(path, "# unclosed-quote")
+    [failure] = result.failures
+    assert failure.line == line
+    assert failure.what.startswith("the cell's options are not valid YAML")
+    assert result.report().startswith("book/badyaml.md: myst-nb cannot read this chapter")
+    assert f"\nbook/badyaml.md:{line}: the cell's options are not valid YAML" in result.report()
+
+
+def test_verifier_cli_fails_on_bad_yaml(book, capsys, monkeypatch):
+    monkeypatch.setenv("BOOK_BUILD_DIR", str(book / "_verifier-build"))
+    path = book / "book" / "badyaml.md"
+    assert verifier.main([str(path)]) == 1
+    line = line_of(path, "# unclosed-quote")
+    assert f"book/badyaml.md:{line}: the cell's options are not valid YAML" in (
+        capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", ["orphan", "book/orphan.md", "ABSOLUTE"])
+def test_verifier_refuses_a_page_missing_from_the_toc(book, name, monkeypatch):
+    monkeypatch.chdir(book)
+    name = str(book / "book" / "orphan.md") if name == "ABSOLUTE" else name
+    with pytest.raises(SystemExit) as stopped:
+        verifier.find_chapters([name], root=book)
+    assert str(stopped.value).startswith("book/orphan.md: not in ")
+    assert "_toc.yml, so the book leaves it out" in str(stopped.value)
+
+
+def test_pages_missing_from_the_toc_are_found(book):
+    assert ex.pages_missing_from_toc(book) == [book / "book" / "orphan.md"]
+
+
+def test_every_page_of_the_real_book_is_in_its_toc():
+    missing = [ex.display_path(p) for p in ex.pages_missing_from_toc(verifier.ROOT)]
+    assert not missing, f"not in _toc.yml, so the build leaves them out: {missing}"
+
+
+# -- where a cell's options stop reading as YAML (no kernel) -------------------------------
+
+BAD_OPTIONS = [
+    # (options lines, marker on the line to name, words of the message)
+    (['expect: "ok  # here'], "# here", "while scanning a quoted scalar"),
+    (["expect: |", "  fine", " tags: [x]  # here"], "# here", "expected <block end>"),
+    (["tags: [x  # here", "expect: a"], "# here", "while parsing a flow sequence"),
+    (["expect: a", "  b: c  # here"], "# here", "mapping values are not allowed here"),
+    (["- a list  # here"], "# here", "read as a YAML list, not as `key: value` lines"),
+]
+
+
+@pytest.mark.parametrize("options, marker, words", BAD_OPTIONS)
+def test_bad_options_name_their_line(options, marker, words, tmp_path):
+    text = (FRONT + "\n# T\n\n```{code-cell} ipython3\nprint(1)\n```\n\n"
+            "```{code-cell} ipython3\n---\n" + "\n".join(options) + "\n---\nprint(2)\n```\n")
+    path = tmp_path / "t.md"
+    path.write_text(text)
+    with pytest.raises(ex.ChapterError) as error:
+        ex.read_chapter(path, verifier.ROOT)
+    assert error.value.line == line_of(path, marker)
+    assert words in error.value.what
+    assert str(error.value).startswith(f"{path}:{error.value.line}: ")
+    # the build comments the options out, keeping every line where it was
+    fixed = ex.comment_out_options(text, error.value.line)
+    assert len(fixed.splitlines()) == len(text.splitlines())
+    chapter = ex.read_chapter(path, verifier.ROOT, text=fixed)
+    assert [c.source for c in chapter.cells] == ["print(1)", "print(2)"]
+    assert chapter.cells[1].options == {}
+
+
+def test_unclosed_options_block_names_its_opening_line(tmp_path):
+    text = FRONT + "\n# T\n\n```{code-cell} ipython3\n---\nexpect: a\nprint(2)\n```\n"
+    path = tmp_path / "t.md"
+    path.write_text(text)
+    with pytest.raises(ex.ChapterError) as error:
+        ex.read_chapter(path, verifier.ROOT)
+    assert error.value.line == line_of(path, "expect: a") - 1
+    assert "never closed" in error.value.what
