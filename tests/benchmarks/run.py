@@ -33,10 +33,13 @@ and HIPS autograd. How they are timed, so that the ratios are fair:
 Build (`--build`): the working tree (tracked and untracked, not ignored files)
 is copied to a temporary folder, so nothing is cached and concurrent edits do
 not leak in, and the copy's engine is the one imported. Timed there: a cold
-`jupyter-book build . -W -n --keep-going`; each chapter's code cells run as one
-plain Python script (cwd book/, matplotlib's Agg backend); and rebuilds with
+`jupyter-book build . -W -n --keep-going` (with each notebook's execution time
+as myst-nb logs it); each chapter's code cells run as one plain Python script
+(cwd book/, matplotlib's Agg backend, figures closed after each cell as the
+inline backend does; the median of `--script-runs` runs); and rebuilds with
 nothing changed. The build's overhead is the cold build minus the sum of the
-plain scripts.
+plain scripts. The build runs with the machine's default threads, as a
+reader's would.
 
 With `--commit REV` both parts measure that commit as `git archive` gives it
 (the workers import its `engine`), so concurrent edits of the working tree do
@@ -62,6 +65,7 @@ import argparse  # noqa: E402
 import datetime  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
@@ -396,9 +400,15 @@ def jupyter_book(copy, log):
     return seconds
 
 
+CLOSE_FIGURES = ("if 'matplotlib.pyplot' in sys.modules:\n"
+                 "    sys.modules['matplotlib.pyplot'].close('all')\n")
+
+
 def chapter_script(chapter):
-    """A chapter's code cells as one plain script; a `raises-exception` cell may raise."""
-    parts = ["import matplotlib\nmatplotlib.use('Agg')\n"]
+    """A chapter's code cells as one plain script (matplotlib's Agg backend, every figure
+    closed after each cell as the notebook's inline backend does); a `raises-exception`
+    cell may raise."""
+    parts = ["import sys\nimport matplotlib\nmatplotlib.use('Agg')\n"]
     for cell in chapter.cells:
         source = "\n".join(line for line in cell.source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))
@@ -407,39 +417,36 @@ def chapter_script(chapter):
                          "except Exception:\n    pass\n")
         else:
             parts.append(source + "\n")
+        parts.append(CLOSE_FIGURES)
     return "\n".join(parts)
 
 
-def in_build_seconds(copy):
-    """{chapter path: seconds its notebook executed inside the build} from the copy's cache."""
-    sys.path.insert(0, str(copy / "book" / "_ext"))
-    try:
-        import engine_cache
-        from jupyter_cache import get_cache
-
-        cache = get_cache(str(engine_cache.cache_dir(copy / "_build", copy)))
-        found = {}
-        for record in cache.list_cache_records():
-            uri = Path(record.uri)
-            seconds = (record.data or {}).get("execution_seconds")
-            if seconds is not None:
-                found[uri.resolve().relative_to(copy.resolve()).as_posix()] = seconds
-        return found
-    finally:
-        sys.path.remove(str(copy / "book" / "_ext"))
+_EXECUTED = re.compile(r"^(?P<path>\S+\.md): Executed notebook in (?P<seconds>[\d.]+) seconds",
+                       re.M)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run_build(rebuilds=3, keep=False, commit=None):
+def in_build_seconds(copy, log):
+    """{chapter path: seconds} its notebook executed in the build, as myst-nb logs it."""
+    found = {}
+    for match in _EXECUTED.finditer(_ANSI.sub("", log.read_text())):
+        path = Path(match["path"]).resolve()
+        found[path.relative_to(copy.resolve()).as_posix()] = float(match["seconds"])
+    return found
+
+
+def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
     started = time.perf_counter()
     section = {"date": now(), "commit": commit_info(commit), "machine": machine_info(),
                "command": "jupyter-book build . -W -n --keep-going",
-               "threads": "the machine's defaults (no thread variables set)"}
+               "threads": "the machine's defaults (no thread variables set)",
+               "script_repeats": script_repeats}
     folder = Path(tempfile.mkdtemp(prefix="book-build-timing-"))
     try:
         copy = snapshot(folder / "book-root", commit)
         print("  cold build ...", flush=True)
         section["cold_build"] = jupyter_book(copy, folder / "cold.log")
-        cached = in_build_seconds(copy)
+        cached = in_build_seconds(copy, folder / "cold.log")
         rebuilds_seconds = []
         for i in range(rebuilds):
             print(f"  rebuild {i + 1} of {rebuilds}, nothing changed ...", flush=True)
@@ -458,15 +465,19 @@ def run_build(rebuilds=3, keep=False, commit=None):
             script = folder / f"{path.stem}.py"
             script.write_text(chapter_script(chapter))
             print(f"  {path.stem} as a plain script ...", flush=True)
-            start = time.perf_counter()
-            result = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    text=True)
-            seconds = time.perf_counter() - start
-            if result.returncode != 0:
-                raise SystemExit(f"{path.name} failed as a plain script:\n{result.stderr[-3000:]}")
+            runs = []
+            for _ in range(script_repeats):
+                start = time.perf_counter()
+                result = subprocess.run([sys.executable, str(script)], cwd=path.parent,
+                                        env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+                runs.append(time.perf_counter() - start)
+                if result.returncode != 0:
+                    raise SystemExit(f"{path.name} failed as a plain script:\n"
+                                     f"{result.stderr[-3000:]}")
             relative = path.relative_to(copy).as_posix()
-            chapters.append({"chapter": path.stem, "script": round(seconds, 3),
+            chapters.append({"chapter": path.stem, "script": round(statistics.median(runs), 3),
+                             "script_runs": [round(r, 3) for r in runs],
                              "in_build": cached.get(relative)})
         section["chapters"] = chapters
         section["scripts_sum"] = sum(c["script"] for c in chapters)
@@ -554,6 +565,8 @@ def main(argv=None):
     parser.add_argument("--build", action="store_true",
                         help="only the build timings (cold build, plain scripts, rebuilds)")
     parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds to time (default 3)")
+    parser.add_argument("--script-runs", type=int, default=3,
+                        help="runs of each chapter's plain script; the median counts (default 3)")
     parser.add_argument("--keep", action="store_true", help="keep the build's temporary copy")
     parser.add_argument("--commit", metavar="REV",
                         help="measure this commit (its engine, and its build; from git "
@@ -586,7 +599,8 @@ def main(argv=None):
             results["workloads"] = section
     if args.build or not (args.only or args.quick):
         print(f"build timings (a temporary copy of {args.commit or 'the working tree'})")
-        section = run_build(rebuilds=args.rebuilds, keep=args.keep, commit=args.commit)
+        section = run_build(rebuilds=args.rebuilds, keep=args.keep, commit=args.commit,
+                            script_repeats=args.script_runs)
         print(build_table(section))
         if write or args.build:
             results["build"] = section
