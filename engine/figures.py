@@ -9,7 +9,10 @@ every chapter, so that one picture of a graph is drawn by one piece of code.
 """
 
 import base64
+import hashlib
 import io
+import itertools
+import re
 
 import numpy as np
 
@@ -25,12 +28,35 @@ class Interactive:
     fall back to the PNG of the frames listed in `still`.
     """
 
-    def __init__(self, html, png):
+    def __init__(self, html, png, frames=None):
         self.html = html
         self.png = png
+        self.frames = frames
+
+    def __repr__(self):
+        # the text/plain of the output: the default `<... at 0x7f...>` would put a memory
+        # address, different each run, into every executed notebook
+        frames = "" if self.frames is None else f", {self.frames} frames"
+        return f"<engine.figures.Interactive player{frames}>"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {"text/html": self.html, "image/png": base64.b64encode(self.png).decode()}
+
+
+_PLAYERS = itertools.count()  # players made so far by this kernel
+
+
+def _stable_ids(html):
+    """matplotlib names a player's elements with a random uuid4 (`_anim_img<hex>`), so
+    every build would write different HTML; name them after the player's content and
+    its place among this kernel's players instead: unique on a page, the same each build.
+    """
+    match = re.search(r'id="_anim_img([0-9a-f]{32})"', html)
+    if match is None:
+        return html
+    without = html.replace(match[1], "")
+    digest = hashlib.sha256(f"{next(_PLAYERS)}\0{without}".encode()).hexdigest()[:32]
+    return html.replace(match[1], digest)
 
 
 def interactive(fig, draw, frames, still=None, interval=900, alt=""):
@@ -49,11 +75,11 @@ def interactive(fig, draw, frames, still=None, interval=900, alt=""):
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
-    html = animation.to_jshtml(default_mode="once")
+    html = _stable_ids(animation.to_jshtml(default_mode="once"))
     if alt:
         html = f'<div class="engine-interactive" role="figure" aria-label="{alt}">{html}</div>'
     plt.close(fig)
-    return Interactive(html, buffer.getvalue())
+    return Interactive(html, buffer.getvalue(), len(frames))
 
 
 # -- computational graphs -------------------------------------------------------

@@ -79,7 +79,7 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """torch.optim.Adam (amsgrad off): moments of g = grad + wd p, with bias correction.
 
-    m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,  t = number of steps,
+    m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,  t = the parameter's steps so far,
     p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
     """
 
@@ -90,16 +90,17 @@ class Adam(Optimizer):
         self.weight_decay = self._number("weight_decay", weight_decay)
         self.m = [np.zeros(p.shape) for p in self.params]
         self.v = [np.zeros(p.shape) for p in self.params]
-        self.t = 0
+        self.steps = [0] * len(self.params)  # per parameter, as in PyTorch
 
     def step(self):
-        self.t += 1
         beta1, beta2 = self.betas
-        correction1 = 1 - beta1**self.t  # the moments start at 0: undo that bias
-        correction2 = 1 - beta2**self.t
         for i, p in enumerate(self.params):
             if p.grad is None:
-                continue  # no gradient reached it: left alone, as in PyTorch
+                continue  # no gradient reached it: left alone, its step count too
+            self.steps[i] += 1
+            t = self.steps[i]
+            correction1 = 1 - beta1**t  # the moments start at 0: undo that bias
+            correction2 = 1 - beta2**t
             g = p.grad + self.weight_decay * p.data
             self.m[i] = beta1 * self.m[i] + (1 - beta1) * g
             self.v[i] = beta2 * self.v[i] + (1 - beta2) * g * g

@@ -212,8 +212,9 @@ class Tensor:
             x = self.data
             with np.errstate(divide="ignore", invalid="ignore"):  # warned about forward
                 x_bar = np.where(p.data == 0, 0.0, p.data * x ** (p.data - 1)) * y_bar
-                # d(x^p)/dp = x^p ln x; at x = 0 PyTorch takes 0, and so do we
-                p_bar = np.where(x == 0, 0.0, y * np.log(np.where(x == 0, 1.0, x))) * y_bar
+                # d(x^p)/dp = x^p ln x; at x = 0 with p >= 0 PyTorch takes 0, and so do we
+                zero = (x == 0) & (p.data >= 0)
+                p_bar = np.where(zero, 0.0, y * np.log(np.where(zero, 1.0, x))) * y_bar
             return x_bar, p_bar
 
         return self._result(y, (self, p), "**", backward_fn)
@@ -250,7 +251,8 @@ class Tensor:
         return self._result(y, (self,), "tanh", backward_fn)
 
     def sigmoid(self):
-        y = 1.0 / (1.0 + np.exp(-self.data))
+        with np.errstate(over="ignore"):  # exp(800) = inf gives 1 / inf = 0: right
+            y = 1.0 / (1.0 + np.exp(-self.data))
 
         def backward_fn(y_bar):
             return (y * (1.0 - y) * y_bar,)  # sigmoid' = y (1 - y)
@@ -338,11 +340,22 @@ class Tensor:
         return self._result(y, (self,), "reshape", backward_fn)
 
     def transpose(self, *axes):
+        """transpose(i, j) swaps two axes, as in PyTorch; transpose(order) with a tuple, or
+        with three or more axes, puts every axis in a new order, as in NumPy; no axes
+        reverse them all, like .T."""
+        n = self.ndim
         if len(axes) == 1 and not isinstance(axes[0], int):
             axes = axes[0]  # transpose((1, 0)) as well as transpose(1, 0)
+        elif len(axes) == 2:  # two axes to swap
+            i, j = (a % n if -n <= a < n else n for a in axes)
+            if n in (i, j):
+                raise ValueError(f"transpose: {axes} are not two axes of a tensor of shape "
+                                 f"{self.shape}")
+            order = list(range(n))
+            order[i], order[j] = j, i
+            axes = order
         if axes in ((), None):
-            axes = tuple(range(self.data.ndim))[::-1]  # reverse, like .T
-        n = self.ndim
+            axes = tuple(range(n))[::-1]  # reverse, like .T
         if sorted(a % n if -n <= a < n else a for a in axes) != list(range(n)):
             raise ValueError(f"transpose: {tuple(axes)} is not an order of the axes "
                              f"{tuple(range(n))} of a tensor of shape {self.shape}")
@@ -359,11 +372,18 @@ class Tensor:
         return self.transpose()
 
     def __getitem__(self, index):
-        if isinstance(index, Tensor):  # its float entries must be whole numbers
-            if not np.array_equal(index.data, np.round(index.data)):
-                raise IndexError(f"index: a Tensor used as an index must hold whole numbers, "
-                                 f"got {index.data}")
-            index = index.data.astype(np.intp)
+        parts = index if isinstance(index, tuple) else (index,)
+        if any(isinstance(part, Tensor) for part in parts):
+            raise TypeError("index: a Tensor holds floats, so it cannot tell positions from a "
+                            "mask: index with a NumPy array, of integers (positions) or of "
+                            "booleans (a mask), such as x[idx.data.astype(int)]")
+        ints = [isinstance(p, (int, np.integer)) for p in parts]
+        if any(ints) and not all(ints) and any(_is_array_index(p) for p in parts):
+            # PyTorch applies the ints first, x[0, :, [1, 3]] = x[0][:, [1, 3]];
+            # NumPy would move the array's axis to the front
+            first = tuple(p if is_int else slice(None) for p, is_int in zip(parts, ints)
+                          if p is not None)
+            return self[first][tuple(p for p, is_int in zip(parts, ints) if not is_int)]
         shape = self.shape
         try:
             y = self.data[index]
@@ -569,4 +589,9 @@ def checked(ufunc, *arrays, op):
             RuntimeWarning, stacklevel=_caller_level(),
         )
         return y
+
+
+def _is_array_index(part):
+    """An index part that NumPy reads as advanced indexing: a list or an array."""
+    return isinstance(part, (list, np.ndarray))
 

@@ -225,8 +225,9 @@ CASES = [
         raises=(TypeError, "Tensor: the data is boolean, and a boolean tensor cannot require a "
                            "gradient; pass requires_grad=False for a mask, or convert with "
                            ".astype(float)"),
-        advice="A mask is a constant: `Tensor(mask, requires_grad=False)`, or multiply by the "
-               "NumPy array itself.",
+        advice="A mask is a constant: multiply by the NumPy array itself, `x * mask`, or "
+               "index with it, `x[mask]`. (`Tensor(mask, requires_grad=False)` holds 0.0 and "
+               "1.0: fine in arithmetic, refused as an index.)",
     ),
     Case(
         id="shape-as-arguments", section="data", title="A shape instead of data",
@@ -328,17 +329,16 @@ CASES = [
         id="transpose-wrong-axes", section="shapes",
         title="`transpose` with an axis that does not exist",
         code="Tensor(np.ones((2, 3))).transpose(0, 2)",
-        raises=(ValueError, "transpose: (0, 2) is not an order of the axes (0, 1) of a tensor "
-                            "of shape (2, 3)"),
-        advice="`transpose` takes a reordering of all the axes, here of `(0, 1)`: "
-               "`transpose(1, 0)`, or `.T`.",
+        raises=(ValueError, "transpose: (0, 2) are not two axes of a tensor of shape (2, 3)"),
+        advice="Two axes are swapped, as in PyTorch: a `(2, 3)` tensor has axes 0 and 1 "
+               "(or -2 and -1), so `transpose(0, 1)`, or `.T`. A tuple, or three axes or "
+               "more, is a whole new order, as in NumPy: `transpose((2, 0, 1))`.",
     ),
     Case(
         id="transpose-counted-from-one", section="shapes",
         title="`transpose` with axes counted from 1",
         code="Tensor(np.ones((2, 3))).transpose(2, 1)",
-        raises=(ValueError, "transpose: (2, 1) is not an order of the axes (0, 1) of a "
-                            "tensor of shape (2, 3)"),
+        raises=(ValueError, "transpose: (2, 1) are not two axes of a tensor of shape (2, 3)"),
         advice="Axes count from 0: the axes of a `(2, 3)` tensor are `(0, 1)`, so swap them "
                "with `transpose(1, 0)`, or `.T`.",
     ),
@@ -354,16 +354,18 @@ CASES = [
     ),
     Case(
         id="index-tensor-fraction", section="shapes",
-        title="A Tensor of fractions as an index",
+        title="A Tensor as an index",
         code="""\
             x = Tensor([1.0, 2.0, 3.0])
-            x[Tensor([1.5])]""",
-        raises=(IndexError, "index: a Tensor used as an index must hold whole numbers, "
-                            "got [1.5]"),
-        advice="An index picks entries, so it is a whole number. A Tensor of whole numbers "
-               "works (`x[Tensor([1.0])]`), but an integer array says what you mean: "
-               "`x[np.array([1])]`. A computed position must be rounded on purpose, "
-               "`x[np.round(i.data).astype(int)]`; it gets no gradient either way.",
+            keep = Tensor([True, False, True], requires_grad=False)
+            x[keep]""",
+        raises=(TypeError, "index: a Tensor holds floats, so it cannot tell positions from a "
+                           "mask: index with a NumPy array, of integers (positions) or of "
+                           "booleans (a mask), such as x[idx.data.astype(int)]"),
+        advice="A Tensor stores `[True, False, True]` as `[1.0, 0.0, 1.0]`, which would read "
+               "as rows 1, 0 and 1, so the engine refuses it (PyTorch's boolean tensors stay "
+               "boolean). Index with the NumPy array itself: `x[np.array([True, False, "
+               "True])]`, or positions, `x[np.array([0, 2])]`. An index gets no gradient.",
     ),
     Case(
         id="max-of-empty", section="shapes", title="The maximum of an empty tensor",
