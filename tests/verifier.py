@@ -111,6 +111,7 @@ def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None):
         timeout=default_timeout,
         allow_errors=True,
         record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
+        coalesce_streams=True,  # as the build (notebooks.py): one stream output per name
         kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
         resources={"metadata": {"path": str(chapter.path.parent)}},
     )

@@ -805,6 +805,32 @@ def _warn_pages_missing_from_toc(app):
             "(or delete it)", location=f"{srcdir / pattern}:1")
 
 
+def _coalesce_streams():
+    """Run every notebook with nbclient's `coalesce_streams` on.
+
+    A kernel sends what a cell prints in chunks, cut by its flush timer (0.2 s), so a
+    slow cell's stdout lands in one, two or three stream outputs depending on how
+    busy the machine is, and two builds cache different notebooks for the same
+    text. nbclient's option joins each cell's streams into one per name; myst-nb
+    1.4 calls jupyter-cache's `single_nb_execution` without a way to pass it, so
+    its two execution modes get a wrapper that does (the verifier sets it itself).
+    """
+    from myst_nb.core.execute import cache as cache_mode
+    from myst_nb.core.execute import direct as direct_mode
+
+    for module in (cache_mode, direct_mode):
+        original = module.single_nb_execution
+        if getattr(original, "coalesces_streams", False):
+            continue
+
+        def single_nb_execution(*args, _original=original, **kwargs):
+            kwargs.setdefault("coalesce_streams", True)
+            return _original(*args, **kwargs)
+
+        single_nb_execution.coalesces_streams = True
+        module.single_nb_execution = single_nb_execution
+
+
 def logger():
     from sphinx.util import logging
 
@@ -823,6 +849,7 @@ def book_archive_role(name, rawtext, text, lineno, inliner, options=None, conten
 
 
 def setup(app):
+    _coalesce_streams()
     app.connect("config-inited", _toc_exclusions_before, priority=100)  # etoc's runs at 900
     app.connect("builder-inited", _warn_pages_missing_from_toc)
     app.connect("source-read", _check_cell_options)

@@ -1,0 +1,235 @@
+"""Two builds of the same sources agree: executed outputs, chapter pages and downloads.
+
+The slow test builds the real book ONCE more, from clean, into a temporary folder
+with its own fresh execution cache (engine_cache puts it in `<build>/.jupyter_cache`),
+and compares it with the session's build of `_build` (tests/browser/site_pages.py,
+shared with the browser and round-trip tests; in CI, a fresh clone, that one is from
+clean too). What may differ, and why, is declared in tests/determinism_check.py:
+values a chapter measures (wall-clock time, tracemalloc in a live kernel) and the
+execution report page. Everything else must be byte-identical.
+
+The fast tests pin each fix of a source of difference on its own.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import determinism_check as dc
+import verifier
+from throwaway import FRONT
+from verifier import ex
+
+ROOT = verifier.ROOT
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from site_pages import BUILD_COMMAND, BuildFailed, build_site  # noqa: E402
+
+JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+
+
+# -- the fixes, one by one ---------------------------------------------------------------
+
+PLAYER = """
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from engine.figures import interactive
+
+def player():
+    fig, ax = plt.subplots(figsize=(2, 2))
+    line, = ax.plot([0, 1], [0, 0])
+    return interactive(fig, lambda k: line.set_ydata([0, k]), range(3), alt="a line")
+
+first, second = player(), player()
+print(repr(first))
+print(first.html == second.html)
+print(first.html, end="")
+"""
+
+
+def test_players_are_the_same_in_every_run_and_unique_on_a_page():
+    runs = [subprocess.run([sys.executable, "-c", PLAYER], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    assert runs[0].stdout == runs[1].stdout, "a player's HTML changed from one run to the next"
+    rep, same, html = runs[0].stdout.split("\n", 2)
+    assert rep == "<engine.figures.Interactive player, 3 frames>"  # no memory address
+    assert same == "False", "two players in one notebook would share element ids"
+    assert 'id="_anim_img' in html and "uuid" not in html
+
+
+def test_stable_ids_rename_every_occurrence():
+    from engine.figures import _stable_ids
+
+    uuid = "0123456789abcdef0123456789abcdef"
+    html = f'<img id="_anim_img{uuid}"><input id="_anim_slider{uuid}"> anim{uuid}.play()'
+    renamed = _stable_ids(html)
+    assert uuid not in renamed
+    new = renamed.split('id="_anim_img')[1][:32]
+    assert renamed.count(new) == 3 and len(new) == 32
+    assert _stable_ids("<p>no player</p>") == "<p>no player</p>"
+
+
+CHATTY = [
+    nbformat.v4.new_code_cell(
+        "import time\nprint('before', flush=True)\ntime.sleep(0.6)\nprint('after')"),
+]
+
+
+def test_the_build_joins_a_cells_streams_into_one_output():
+    """A pause longer than the kernel's flush interval splits stdout in two outputs;
+    with notebooks.py's wrapper around myst-nb's executor there is one."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import notebooks
+    from myst_nb.core.execute import cache as cache_mode
+
+    notebooks._coalesce_streams()
+    nb = nbformat.v4.new_notebook(cells=[c.copy() for c in CHATTY])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    result = cache_mode.single_nb_execution(nb, cwd=str(ROOT), timeout=60,
+                                            allow_errors=False)
+    assert result.err is None, result.exc_string
+    assert [o["text"] for o in nb.cells[0].outputs] == ["before\nafter\n"]
+
+
+def test_the_verifier_joins_a_cells_streams_into_one_output(tmp_path):
+    path = tmp_path / "chatty.md"
+    path.write_text(FRONT + "\n# Chatty\n\n```{code-cell} ipython3\n" + CHATTY[0].source
+                    + "\n```\n")
+    chapter = ex.read_chapter(path, ROOT)
+    executed, _, failures, _, _ = verifier.execute(chapter, ROOT)
+    assert not failures
+    [cell] = [c for c in executed.cells if c.cell_type == "code"]
+    assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]
+
+
+# -- masking exactly the measured values ---------------------------------------------------
+
+CHAPTER = """\
+Timed {glue:text}`elapsed:.2f` s for {glue:text}`count` steps.
+
+```{glue:figure} fig-time
+:name: fig-time
+:alt: times
+
+Times.
+```
+"""
+
+
+def page(elapsed, count, image):
+    return (f'<p>Timed <span class="pasted-text">{elapsed}</span> s for '
+            f'<span class="pasted-text">{count}</span> steps.</p>\n'
+            f'<figure class="align-default" id="fig-time">\n<img alt="times" '
+            f'src="../_images/{image}.png" />\n<figcaption>Times.</figcaption></figure>')
+
+
+def test_masking_hides_measured_values_and_nothing_else():
+    measured = {"elapsed": "wall-clock", "fig-time": "wall-clock"}
+    a = dc.masked_page(page("0.12", 7, "aaa"), CHAPTER, measured)
+    b = dc.masked_page(page("0.31", 7, "bbb"), CHAPTER, measured)
+    assert a == b
+    assert "[elapsed]" in a and 'src="[fig-time]"' in a and ">7<" in a
+    c = dc.masked_page(page("0.12", 8, "aaa"), CHAPTER, measured)
+    assert c != a, "an unmeasured glued value that changes must still show"
+
+
+def test_masking_refuses_a_page_it_cannot_map():
+    with pytest.raises(dc.CannotMask):
+        dc.masked_page(page("0.12", 7, "aaa").replace('<span class="pasted-text">7</span>', "7"),
+                       CHAPTER, {"elapsed": "wall-clock"})
+
+
+def test_masked_outputs_keep_everything_but_the_measured_glue_record():
+    glue = {"output_type": "display_data", "metadata": {"scrapbook": {"name": "elapsed"}},
+            "data": {"application/papermill.record/text/plain": "0.123"}}
+    printed = {"output_type": "stream", "name": "stdout", "text": "7 steps\n"}
+    cell = nbformat.v4.new_code_cell("...")
+    cell.outputs = [nbformat.from_dict(printed), nbformat.from_dict(glue)]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    other = nbformat.from_dict(nb)
+    other.cells[0].outputs[1]["data"]["application/papermill.record/text/plain"] = "0.456"
+    assert dc.output_differences(nb, other, {"elapsed"}) == []
+    assert dc.output_differences(nb, other, set()) != []
+    other.cells[0].outputs[0]["text"] = "8 steps\n"
+    assert dc.output_differences(nb, other, {"elapsed"}) != []
+
+
+def test_measured_values_are_declared_for_real_chapters_and_names():
+    """Every declared name is glued by its chapter: a stale entry would mask nothing
+    today and hide a difference tomorrow."""
+    for slug, names in dc.MEASURED.items():
+        text = (ROOT / "book" / f"{slug}.md").read_text()
+        for name in names:
+            assert f'glue("{name}"' in text, f"book/{slug}.md glues no {name!r}"
+
+
+# -- two builds ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_builds(tmp_path_factory):
+    """(session build, second clean build, seconds the second took)."""
+    try:
+        first = build_site(ROOT).parent
+    except BuildFailed as error:
+        pytest.fail(str(error), pytrace=False)
+    out = tmp_path_factory.mktemp("second-build")
+    start = time.perf_counter()
+    run = subprocess.run(
+        [str(JUPYTER_BOOK), "build", str(ROOT), "--path-output", str(out)] + BUILD_COMMAND[3:],
+        capture_output=True, text=True, timeout=1800,
+    )
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    print(f"second clean build: {seconds:.0f} s")
+    return first, out / "_build", seconds
+
+
+def chapters():
+    return [(path, ex.slug(path, ROOT)) for path in ex.chapter_paths(ROOT)]
+
+
+@pytest.mark.slow
+def test_second_clean_build_executed_every_chapter_itself(two_builds):
+    _, second, _ = two_builds
+    cached = [slug for path, slug in chapters()
+              if dc.execution_mode(ex.read_chapter(path, ROOT).nb) not in ("force", "inline")]
+    cache = ex.open_cache(second)
+    assert len(cache.list_cache_records()) == len(cached), "the cache was not fresh"
+
+
+@pytest.mark.slow
+def test_executed_outputs_are_byte_identical(two_builds):
+    first, second, _ = two_builds
+    problems = []
+    for path, slug in chapters():
+        a = dc.executed_notebook(path, first, ROOT)
+        b = dc.executed_notebook(path, second, ROOT)
+        assert a is not None and b is not None, f"{slug}: not executed in both builds"
+        problems += [f"book/{slug}.md: {p}"
+                     for p in dc.output_differences(a, b, dc.MEASURED.get(slug, {}))]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_every_page_is_identical(two_builds):
+    first, second, _ = two_builds
+    slugs = [slug for _, slug in chapters()]
+    problems = dc.page_differences(first / "html", second / "html", ROOT, slugs)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_downloads_are_identical(two_builds):
+    first, second, _ = two_builds
+    slugs = [slug for _, slug in chapters()]
+    problems = dc.download_differences(first / "html", second / "html", slugs)
+    assert not problems, "\n".join(problems)
