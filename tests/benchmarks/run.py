@@ -499,6 +499,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
             print(f"  kept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
+    section["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     section["seconds"] = round(time.perf_counter() - started, 1)
     return section
 
