@@ -65,9 +65,11 @@ class Module:
         """This module and every sub-module, depth first."""
         return [module for _, module in self.named_modules()]
 
-    def zero_grad(self):
+    def zero_grad(self, set_to_none=True):
+        """Forget the grads: None (PyTorch's default), so the next backward makes them
+        without adding to zeros; or, with set_to_none=False, arrays of zeros."""
         for p in self.parameters():
-            p.grad = np.zeros(p.shape)
+            p.grad = None if set_to_none else np.zeros(p.shape)
 
     def train(self, mode=True):
         for module in self.modules():

@@ -4,7 +4,8 @@ Introduced in chapter `training` (Modules, parameters and optimizers).
 
 An optimizer holds a list of parameters and, for each, the state its rule
 needs (a momentum buffer; Adam's two moment estimates). `step()` reads every
-`p.grad` and changes `p.data` in place; `zero_grad()` sets the grads to zero,
+`p.grad` and changes `p.data` in place, skipping a parameter whose grad is None;
+`zero_grad()` forgets the grads (sets them to None, as PyTorch does by default),
 because leaves accumulate across backward sweeps.
 """
 
@@ -39,9 +40,11 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
         return float(value)
 
-    def zero_grad(self):
+    def zero_grad(self, set_to_none=True):
+        """Forget the grads: None (PyTorch's default), so the next backward makes them
+        without adding to zeros; or, with set_to_none=False, arrays of zeros."""
         for p in self.params:
-            p.grad = np.zeros(p.shape)
+            p.grad = None if set_to_none else np.zeros(p.shape)
 
 
 class SGD(Optimizer):

@@ -440,7 +440,7 @@ class Tensor:
                 parent_bars = node.backward_fn(node.grad)
                 for parent, parent_bar in zip(node.parents, parent_bars):
                     if parent.requires_grad:  # constants get no grad
-                        parent._add_grad(unbroadcast(parent_bar, parent.shape))
+                        parent._add_grad(unbroadcast(parent_bar, parent.shape), node.grad)
             if not retain_graph:
                 for node in order:
                     release(node)  # drop closures and parents: saved arrays can be freed
@@ -459,16 +459,24 @@ class Tensor:
             )
         return gradient
 
-    def _add_grad(self, vjp):
-        """Add one VJP into this tensor's grad.
+    def _add_grad(self, vjp, y_bar=None):
+        """Add one VJP into this tensor's grad (`y_bar`: the grad of the node it came from).
 
-        A leaf owns its grad (zeros, or a copy of its first VJP), so a VJP is added
-        into it in place, as PyTorch does. A result adopts its first VJP without a
-        copy, so that array may be shared: `+` returns `y_bar` to both parents. A
-        result therefore never writes into its grad; a second VJP makes a new array.
+        A result adopts its first VJP without a copy, so that array may be shared:
+        `+` returns `y_bar` to both parents. A result therefore never writes into its
+        grad; a second VJP makes a new array. A leaf adds into its grad in place, as
+        PyTorch does, so a leaf's grad must be its own array: after `zero_grad()` it is
+        None, and the first VJP is adopted only if the closure made it for this parent
+        (a new, writable array, not `y_bar` or a view of it); otherwise it is copied.
         """
         if self.grad is None:
-            self.grad = vjp if self.parents else np.array(vjp, dtype=np.float64)
+            if self.parents:
+                self.grad = vjp
+            elif (isinstance(vjp, np.ndarray) and vjp.flags.writeable
+                  and not np.may_share_memory(vjp, y_bar)):
+                self.grad = vjp.view(np.ndarray)  # PyTorch's AccumulateGrad "steals" it too
+            else:
+                self.grad = np.array(vjp, dtype=np.float64)
         elif self.parents:
             self.grad = self.grad + vjp
         else:

@@ -948,30 +948,34 @@ def test_difference_max_over_an_axis_is_amax_not_max_with_indices():
     assert x_t.grad.sum() == 1 and sorted(x_t.grad[0].tolist()) == [0.0, 0.0, 1.0]
 
 
-def test_difference_optimizer_zero_grad_sets_zeros_not_none():
-    """Chapter training: zero_grad() writes zeros, as PyTorch's zero_grad(set_to_none=False).
-
-    A parameter that the next loss does not use still moves under momentum or weight
-    decay, in the engine and in PyTorch with set_to_none=False; with PyTorch's default
-    (None) it would stay where it is.
-    """
-    for kind, kwargs in [("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.1)),
-                         ("Adam", dict(lr=0.1, weight_decay=0.1))]:
-        a, b = Tensor([1.0, -2.0]), Tensor([0.5])
-        a_t, b_t = (torch.tensor(v.data.copy(), requires_grad=True) for v in (a, b))
-        mine = getattr(optim, kind)([a, b], **kwargs)
-        theirs = getattr(torch.optim, kind)([a_t, b_t], **kwargs)
-        for step in range(4):
-            mine.zero_grad()
-            theirs.zero_grad(set_to_none=False)
-            uses_b = step == 0  # b gets a gradient once, then only zeros
-            ((a * a).sum() + (b * 3.0).sum() * uses_b).backward()
-            ((a_t * a_t).sum() + (b_t * 3.0).sum() * uses_b).backward()
-            mine.step()
-            theirs.step()
-            assert_same(b.data, b_t, f"{kind}: unused parameter after step {step + 1}")
-            assert_same(a.data, a_t, f"{kind}: used parameter after step {step + 1}")
-        assert isinstance(b.grad, np.ndarray) and b.grad.tolist() == [0.0]
+@pytest.mark.parametrize("to_none", [True, False])
+@pytest.mark.parametrize("kind, kwargs", [("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.1)),
+                                          ("Adam", dict(lr=0.1, weight_decay=0.1))])
+def test_zero_grad_is_pytorchs_with_and_without_set_to_none(to_none, kind, kwargs):
+    """zero_grad() sets the grads to None, as PyTorch's default; set_to_none=False writes
+    zeros. A parameter left out of a later loss is then skipped by step() (None), or still
+    moves under momentum and weight decay (zeros), in both libraries."""
+    a, b = Tensor([1.0, -2.0]), Tensor([0.5])
+    a_t, b_t = (torch.tensor(v.data.copy(), requires_grad=True) for v in (a, b))
+    mine = getattr(optim, kind)([a, b], **kwargs)
+    theirs = getattr(torch.optim, kind)([a_t, b_t], **kwargs)
+    for step in range(4):
+        mine.zero_grad(set_to_none=to_none)
+        theirs.zero_grad(set_to_none=to_none)
+        if step == 0:  # b gets a gradient once, then is left out of the loss
+            ((a * a).sum() + (b * 3.0).sum()).backward()
+            ((a_t * a_t).sum() + (b_t * 3.0).sum()).backward()
+        else:
+            (a * a).sum().backward()
+            (a_t * a_t).sum().backward()
+        mine.step()
+        theirs.step()
+        assert_same(b.data, b_t, f"{kind}: unused parameter after step {step + 1}")
+        assert_same(a.data, a_t, f"{kind}: used parameter after step {step + 1}")
+    if to_none:
+        assert b.grad is None and b_t.grad is None
+    else:
+        assert b.grad.tolist() == [0.0] and b_t.grad.tolist() == [0.0]
 
 
 def test_difference_engine_warns_where_pytorch_is_silent():

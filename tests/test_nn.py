@@ -69,8 +69,10 @@ def test_zero_grad_and_train_eval_flags_reach_every_submodule():
     model = MLP([2, 3, 1], np.random.default_rng(0))
     model(Tensor(np.ones((4, 2)), requires_grad=False)).sum().backward()
     assert any(np.any(p.grad != 0) for p in model.parameters())
-    model.zero_grad()
-    assert all(np.all(p.grad == 0) for p in model.parameters())
+    model.zero_grad()  # None, as PyTorch's default
+    assert all(p.grad is None for p in model.parameters())
+    model.zero_grad(set_to_none=False)
+    assert all(np.array_equal(p.grad, np.zeros(p.shape)) for p in model.parameters())
     model.eval()
     assert not any(m.training for m in model.modules())
     model.train()

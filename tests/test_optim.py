@@ -16,8 +16,8 @@ def run_engine(optimizer_class, start, grads, **options):
     p = Tensor(start.copy())
     opt = optimizer_class([p], **options)
     for g in grads:
-        opt.zero_grad()
-        p.grad += g
+        opt.zero_grad()  # None: the grad below stands for what a backward would make
+        p.grad = g.copy()
         opt.step()
     return np.array(p.data)
 
@@ -92,8 +92,10 @@ def test_zero_grad_zeroes_and_a_step_uses_only_the_current_grad():
     p = Tensor([1.0, 1.0])
     opt = SGD([p], lr=1.0)
     p.grad += 3.0
-    opt.zero_grad()
+    opt.zero_grad(set_to_none=False)
     assert p.grad.tolist() == [0.0, 0.0]
+    opt.zero_grad()  # PyTorch's default: None, and the sweep makes the grad afresh
+    assert p.grad is None
     (p * p).sum().backward()
     opt.step()
     assert p.data.tolist() == [-1.0, -1.0]
