@@ -105,11 +105,9 @@ def inputs(workload):
 
 
 def _engine_zero(leaves):
-    def zero():
-        for p in leaves:  # what engine.optim.Optimizer.zero_grad does
-            p.grad = np.zeros(p.shape)
+    from engine import optim
 
-    return zero
+    return optim.SGD(leaves, lr=0.0).zero_grad  # the engine's own: grads to None
 
 
 def running_engine(a, b):
