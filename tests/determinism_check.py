@@ -71,12 +71,11 @@ def executed_notebook(path: Path, build: Path, root: Path):
     wrote to `jupyter_execute/` after running it. None when neither has it."""
     import expectations as ex
 
-    nb = ex.cached_notebook(path, build, root)
-    if nb is not None:
-        return nb
     chapter = ex.read_chapter(path, root)
     if execution_mode(chapter.nb) not in ("force", "inline"):
-        return None
+        return ex.cached_notebook(path, build, root)
+    # a page that always runs: the build's own record, never the cache, where only the
+    # verifier may have stored it (in one build and not the other)
     docname = Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("")
     written = Path(build) / "jupyter_execute" / f"{docname.as_posix()}.ipynb"
     if not written.exists():
