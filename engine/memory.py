@@ -172,7 +172,7 @@ def record_versions(backward_fn):
     for value in captured(backward_fn):
         array = _array_of(value)
         if isinstance(array, VersionedArray):
-            pairs.append((value, array.counter[0]))  # its version
+            pairs.append((value, array.version))
     return tuple(pairs)
 
 
@@ -211,7 +211,7 @@ def check_saved(node):
         )
     for value, saved_version in node.saved_versions:
         array = _array_of(value)
-        if array.counter[0] != saved_version:  # its version moved on
+        if array.version != saved_version:
             what = "an array" if isinstance(value, np.ndarray) else "a tensor"
             raise RuntimeError(
                 f"{what} of shape {array.shape} saved by '{node.op}' was changed "

@@ -50,9 +50,9 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        if value is getattr(self, "_data", None):
+        if value is self._data:
             return  # `x.data += 1` changed the array in place, and the array counted it
-        self._data = as_data(value, old=getattr(self, "_data", None))
+        self._data = as_data(value, old=self._data)
 
     @property
     def shape(self):
@@ -209,12 +209,14 @@ class Tensor:
         y = checked(np.power, self.data, p.data, op="**")
 
         def backward_fn(y_bar):
-            x = self.data
-            with np.errstate(divide="ignore", invalid="ignore"):  # warned about forward
-                x_bar = np.where(p.data == 0, 0.0, p.data * x ** (p.data - 1)) * y_bar
-                # d(x^p)/dp = x^p ln x; at x = 0 with p >= 0 PyTorch takes 0, and so do we
-                zero = (x == 0) & (p.data >= 0)
-                p_bar = np.where(zero, 0.0, y * np.log(np.where(zero, 1.0, x))) * y_bar
+            x, q = self.data, p.data
+            constant = q == 0  # x ** 0 = 1: slope 0, at x = 0 too (PyTorch agrees)
+            x_bar = np.where(constant, 0.0, q * np.where(constant, 1.0, x) ** (q - 1)) * y_bar
+            if not p.requires_grad:
+                return x_bar, None
+            # d(x^p)/dp = x^p ln x; at x = 0 with p >= 0 PyTorch takes 0, and so do we
+            zero = (x == 0) & (q >= 0)
+            p_bar = np.where(zero, 0.0, y * np.log(np.where(zero, 1.0, x))) * y_bar
             return x_bar, p_bar
 
         return self._result(y, (self, p), "**", backward_fn)
@@ -450,8 +452,6 @@ class Tensor:
         """The seed of backward: ones of this tensor's shape, or `gradient`, checked."""
         if gradient is None:
             return np.ones(self.shape)
-        if isinstance(gradient, Tensor):
-            gradient = gradient.data
         gradient = float64_array(gradient, requires_grad=False, copy=True, what="backward: the seed")
         if gradient.shape != self.shape:
             raise ValueError(
@@ -516,7 +516,8 @@ def float64_array(data, requires_grad=True, copy=True, what="Tensor: the data"):
     kind = data.dtype.kind
     if kind == "b" and requires_grad:
         raise TypeError(f"{what} is boolean, and a boolean tensor cannot require a gradient; "
-                        "pass requires_grad=False for a mask, or convert with .astype(float)")
+                        "use a mask as the NumPy array it is (x * mask, x[mask]), or "
+                        "convert it with .astype(float)")
     if kind not in "biuf":
         raise TypeError(f"{what} must be real numbers, got dtype {data.dtype} "
                         f"({_describe(data)}); the engine computes in float64 only")

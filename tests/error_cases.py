@@ -223,8 +223,8 @@ CASES = [
         id="boolean-leaf", section="data", title="Booleans that need a gradient",
         code="Tensor([True, False])",
         raises=(TypeError, "Tensor: the data is boolean, and a boolean tensor cannot require a "
-                           "gradient; pass requires_grad=False for a mask, or convert with "
-                           ".astype(float)"),
+                           "gradient; use a mask as the NumPy array it is (x * mask, x[mask]), "
+                           "or convert it with .astype(float)"),
         advice="A mask is a constant: multiply by the NumPy array itself, `x * mask`, or "
                "index with it, `x[mask]`. (`Tensor(mask, requires_grad=False)` holds 0.0 and "
                "1.0: fine in arithmetic, refused as an index.)",
