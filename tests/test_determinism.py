@@ -11,6 +11,7 @@ execution report page. Everything else must be byte-identical.
 The fast tests pin each fix of a source of difference on its own.
 """
 
+import re
 import subprocess
 import sys
 import time
@@ -195,6 +196,22 @@ def two_builds(tmp_path_factory):
 
 def chapters():
     return [(path, ex.slug(path, ROOT)) for path in ex.chapter_paths(ROOT)]
+
+
+@pytest.mark.slow
+def test_no_page_carries_the_day_it_was_built():
+    """A build date differs between two builds either side of midnight (CI failed so).
+
+    Sphinx stamps "Last updated on <date>" and the theme a docbuild:last-update meta
+    unless html_last_updated_fmt is None; an empty string means "the default format".
+    """
+    try:
+        html = build_site(ROOT)
+    except BuildFailed as error:
+        pytest.fail(str(error), pytrace=False)
+    stamped = [str(page.relative_to(html)) for page in sorted(html.rglob("*.html"))
+               if re.search(r"docbuild:last-update|Last updated on", page.read_text())]
+    assert not stamped, f"pages stamped with their build date: {stamped}"
 
 
 @pytest.mark.slow
