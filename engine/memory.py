@@ -3,6 +3,7 @@
 Introduced in chapter `memory` (Saved values, memory and in-place safety).
 
     VersionedArray   the array behind every Tensor's `.data`: it counts its in-place changes
+    write_clock      the time on the clock that stamps every such change
     no_grad()        a context in which operations record nothing (inference)
     saved_arrays     the arrays a graph's closures keep alive for backward
     check_saved      the test `Tensor.backward` runs first: graph not freed, nothing changed
@@ -23,57 +24,72 @@ import numpy as np
 
 
 class VersionedArray(np.ndarray):
-    """A NumPy array that counts its in-place changes.
+    """A NumPy array that counts its in-place changes, and remembers when the last one was.
 
     Every write made through the array's own methods and operators
     (`a[...] = v`, `a += v` and the other augmented assignments, `a.fill(v)`,
-    `a.sort()`, `a.put(i, v)`) adds one to `a.version`. Views share their
-    base's counter (a write through `a[1:3]` or `a.T` changes `a`), copies
-    start their own. Writes made by NumPy functions into an existing array are
-    not seen: `np.multiply(a, 2, out=a)`, `np.add.at(a, i, v)`,
-    `np.copyto(a, v)`, `a.flat[i] = v`. Catching those would need a hook on
-    every NumPy call, which would run in every operation and every closure
-    of the engine (chapter `memory` measures that price). Results of NumPy
-    operations on versioned arrays are versioned arrays with a fresh counter,
-    so an array that an operation saves can always be checked.
+    `a.sort()`, `a.put(i, v)`) adds one to `a.version` and stamps the array
+    with the time of the write on the engine's write clock (`written_at`).
+    Views share their base's count and stamp (a write through `a[1:3]` or
+    `a.T` changes `a`), copies start their own. Writes made by NumPy
+    functions into an existing array are not seen: `np.multiply(a, 2, out=a)`,
+    `np.add.at(a, i, v)`, `np.copyto(a, v)`, `a.flat[i] = v`. Catching those
+    would need a hook on every NumPy call, which would run in every operation
+    and every closure of the engine (chapter `memory` measures that price).
+    Results of NumPy operations on versioned arrays are versioned arrays that
+    were never written, so an array that an operation saves can always be checked.
     """
 
-    __slots__ = ("_counter",)  # no per-array __dict__: chapter `memory`, "Many small objects"
-
-    @property
-    def counter(self):
-        """The one-element list counting writes into this array's memory.
-
-        Found, or made, when first asked for, on the array that owns the memory:
-        a view asks its base. Nothing runs when NumPy makes an array, which it
-        does several times in every operation and every closure.
-        """
-        array = self
-        while True:
-            counter = getattr(array, "_counter", None)
-            if counter is not None:
-                return counter
-            base = array.base
-            if not isinstance(base, VersionedArray):  # this array owns the memory
-                array._counter = [0]
-                return array._counter
-            array = base  # a view: the memory belongs to its base
+    # No per-array __dict__ (chapter `memory`, "Many small objects"). The slots are
+    # set on the array that owns the memory at its first write; until then they are
+    # empty and read as 0, so making an array, which NumPy does several times in
+    # every operation and every closure, runs no Python code at all.
+    __slots__ = ("_version", "_written_at")
 
     @property
     def version(self):
-        return self.counter[0]
+        """How many writes this array's memory has had."""
+        return getattr(owner(self), "_version", 0)
+
+    @property
+    def written_at(self):
+        """The write clock's time at the last write into this memory; 0 if never written."""
+        return getattr(owner(self), "_written_at", 0)
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
 
 
+def owner(array):
+    """The array that owns `array`'s memory: itself, or the VersionedArray a view came from."""
+    while isinstance(array.base, VersionedArray):
+        array = array.base
+    return array
+
+
+_write_clock = [0]  # how many writes the process has made through versioned arrays
+
+
+def write_clock():
+    """The write clock now: a write made later is stamped with a larger number."""
+    return _write_clock[0]
+
+
+def _stamp(array, version):
+    """Record a write into `array`'s memory: its new version, and the time on the clock."""
+    _write_clock[0] += 1
+    memory = owner(array)
+    memory._version = version
+    memory._written_at = _write_clock[0]
+
+
 def _counted(name):
-    """ndarray's method `name`, which also adds one to the array's version."""
+    """ndarray's method `name`, which also counts and stamps the write."""
     method = getattr(np.ndarray, name)
 
     def write(self, *args, **kwargs):
         result = method(self, *args, **kwargs)
-        self.counter[0] += 1
+        _stamp(self, self.version + 1)
         return result
 
     write.__name__ = write.__qualname__ = name
@@ -92,11 +108,11 @@ def as_data(value, old=None):
     """`value` as a Tensor's float64 VersionedArray; a replacement counts as a change of `old`."""
     array = value if type(value) is VersionedArray else np.asanyarray(value, dtype=np.float64)
     if type(array) is not VersionedArray:
-        array = array.view(VersionedArray)  # a fresh counter
+        array = array.view(VersionedArray)  # never written yet
     elif array.dtype != np.float64:
         array = array.astype(np.float64)
     if old is not None:  # `x.data = new`: the tensor changed, so its version must move on
-        array.counter[0] = max(array.version, old.version + 1)
+        _stamp(array, max(array.version, old.version + 1))
     return array
 
 
@@ -166,16 +182,6 @@ def _array_of(value):
     return data if isinstance(data, VersionedArray) else None
 
 
-def record_versions(backward_fn):
-    """(value, version) for each tensor or versioned array the closure saved."""
-    pairs = []
-    for value in captured(backward_fn):
-        array = _array_of(value)
-        if isinstance(array, VersionedArray):
-            pairs.append((value, array.version))
-    return tuple(pairs)
-
-
 def saved_arrays(root):
     """Every array the closures of `root`'s graph keep for backward, each once."""
     arrays = {}
@@ -201,7 +207,7 @@ def is_freed(node):
 
 
 def check_saved(node):
-    """Raise if `node`'s graph was freed, or if what its closure saved changed."""
+    """Raise if `node`'s graph was freed, or if what its closure saved was written since."""
     if is_freed(node):
         raise RuntimeError(
             f"backward through a freed graph: the closure of '{node.op}' and the "
@@ -209,24 +215,26 @@ def check_saved(node):
             "memory back. Call backward(retain_graph=True) the first time if you "
             "need a second sweep, or run the forward pass again."
         )
-    for value, saved_version in node.saved_versions:
+    if node.recorded_at == write_clock():
+        return  # no write at all since its operation ran: nothing to look at
+    for value in captured(node.backward_fn):
         array = _array_of(value)
-        if array.version != saved_version:
+        if isinstance(array, VersionedArray) and array.written_at > node.recorded_at:
             what = "an array" if isinstance(value, np.ndarray) else "a tensor"
             raise RuntimeError(
-                f"{what} of shape {array.shape} saved by '{node.op}' was changed "
-                f"in place after the forward pass (saved at version {saved_version}, "
-                f"now version {array.version}): its gradient would belong to no "
+                f"{what} of shape {array.shape} saved by '{node.op}' was changed in "
+                f"place after the forward pass (it is now at version {array.version}, "
+                f"written after '{node.op}' ran): its gradient would belong to no "
                 "forward pass. Run the forward pass again after the change, or "
                 "change a copy instead."
             )
+
 
 def release(node):
     """Drop `node`'s closure and parents, so what they kept can be freed."""
     if node.backward_fn is not None:
         node.backward_fn = None
         node.parents = ()
-        node.saved_versions = ()
 
 
 # -- recomputation --------------------------------------------------------------------

@@ -12,8 +12,8 @@ import warnings
 
 import numpy as np
 
-from .memory import (as_data, check_saved, collector_paused, is_grad_enabled, record_versions,
-                     release)
+from .memory import (as_data, check_saved, collector_paused, is_grad_enabled, release,
+                     write_clock)
 from .shapes import broadcast_shape, unbroadcast
 
 
@@ -23,7 +23,7 @@ class Tensor:
     # Named slots instead of a per-object __dict__: one object fewer per node for
     # Python's cycle collector to walk (chapter `memory`, "Many small objects").
     __slots__ = ("_data", "grad", "requires_grad", "parents", "op", "backward_fn",
-                 "saved_versions", "__weakref__")
+                 "recorded_at", "__weakref__")
 
     def __init__(self, data, requires_grad=True, copy=True):
         if not isinstance(requires_grad, (bool, np.bool_)):
@@ -41,7 +41,7 @@ class Tensor:
         self.parents = ()        # the tensors this one was computed from
         self.op = ""             # the operation that made it; "" for a leaf
         self.backward_fn = None  # backward_fn(y_bar) returns one VJP per parent
-        self.saved_versions = ()  # (tensor, version) for what the closure saved: `memory`
+        self.recorded_at = 0     # the write clock when its operation ran: chapter `memory`
 
     @property
     def data(self):
@@ -68,15 +68,15 @@ class Tensor:
         out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks, no zero grad
         out._data = as_data(data)  # the fresh array the operation computed
         out.grad = None  # made by backward, from the first VJP that reaches it
-        if is_grad_enabled() and any(p.requires_grad for p in parents):
+        if is_grad_enabled() and _needs_grad(parents):
             out.requires_grad = True
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
-            out.saved_versions = record_versions(backward_fn)  # checked by backward
+            out.recorded_at = write_clock()  # later writes into what it saved: an error
         else:  # a constant: nothing to differentiate, nothing kept
             out.requires_grad, out.parents, out.op = False, (), ""
-            out.backward_fn, out.saved_versions = None, ()
+            out.backward_fn, out.recorded_at = None, 0
         return out
 
     def _pair(self, other, op):
@@ -485,6 +485,15 @@ class Tensor:
     def detach(self):
         """The same data (shared, with its version counter) as a leaf that needs no grad."""
         return Tensor(self.data, requires_grad=False, copy=False)
+
+
+def _needs_grad(parents):
+    """Whether any parent requires a gradient; a plain loop, as it runs in every operation
+    and any() over a generator costs five times as much."""
+    for parent in parents:
+        if parent.requires_grad:
+            return True
+    return False
 
 
 def _axes(axis, shape, op):

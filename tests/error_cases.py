@@ -479,7 +479,8 @@ CASES = [
             x.data += 1.0
             loss.backward()""",
         raises=(RuntimeError, "a tensor of shape (2,) saved by 'sin' was changed in place after "
-                              "the forward pass (saved at version 0, now version 1): its "
+                              "the forward pass (it is now at version 1, written after 'sin' "
+                              "ran): its "
                               "gradient would belong to no forward pass. Run the forward pass "
                               "again after the change, or change a copy instead."),
         advice="Change parameters after `backward`, as an optimizer's `step()` does, or "

@@ -90,8 +90,40 @@ def test_an_in_place_change_of_a_saved_tensor_is_caught():
     x = Tensor([1.0, 2.0, 3.0])
     y = (x * x).sum()
     x.data[1] = 5.0  # between forward and backward
-    with pytest.raises(RuntimeError, match=r"shape \(3,\) saved by '\*'.*version 0, now version 1"):
+    with pytest.raises(RuntimeError, match=r"shape \(3,\) saved by '\*'.*now at version 1, written after '\*' ran"):
         y.backward()
+
+
+def test_only_writes_after_an_operation_ran_count_against_it():
+    # the write clock: x written before 'sin' ran, then after it and before 'exp' ran
+    x = Tensor([1.0, 2.0, 3.0])
+    x.data[0] = 0.5
+    a = x.sin()
+    x.data[1] = 0.25
+    b = x.log()
+    with pytest.raises(RuntimeError, match=r"saved by 'sin'.*now at version 2, written after "):
+        (a + b).sum().backward()
+    x.grad = None
+    (x.sin() * 2.0).sum().backward()  # recorded after both writes: nothing to complain about
+    assert np.allclose(x.grad, 2.0 * np.cos([0.5, 0.25, 3.0]))
+
+
+def test_writes_elsewhere_do_not_trip_the_check():
+    # a write into an unrelated array moves the clock: backward then reads every saved set
+    x, other = Tensor([1.0, 2.0]), Tensor([3.0])
+    y = (x * x).sum()
+    other.data += 1.0
+    y.backward()
+    assert np.allclose(x.grad, [2.0, 4.0])
+
+
+def test_a_view_written_after_the_operation_stamps_its_base():
+    x = Tensor(np.arange(6.0))
+    y = x.reshape(2, 3).sin().sum()  # sin saves the reshaped tensor: its data is a view of x's
+    x.data.reshape(3, 2)[0, 0] = 9.0  # a write through another view of x's memory
+    with pytest.raises(RuntimeError, match=r"shape \(2, 3\) saved by 'sin'.*now at version 1"):
+        y.backward()
+    assert x.data.version == 1 and x.data.written_at > 0
 
 
 CAUGHT = {
