@@ -67,6 +67,7 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import platform  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -174,10 +175,15 @@ def worker(workload, implementation):
             _send({"event": "calibrated", "loops": loops})
         elif request["cmd"] == "sample":
             gc.collect()
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             for _ in range(loops):
                 step()
-            _send({"event": "sample", "seconds": (time.perf_counter() - start) / loops})
+            seconds = (time.perf_counter() - start) / loops
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            # pages the kernel had to hand over: fresh memory, which malloc took from the
+            # system because it had given it back (see the page's section on page faults)
+            _send({"event": "sample", "seconds": seconds, "faults": faults / loops})
         elif request["cmd"] == "stop":
             break
 
@@ -234,10 +240,13 @@ def run_workload(workload, implementations, settings, engine_root=None):
                 {"cmd": "calibrate", "min_time": settings["min_time"],
                  "warmup": settings["warmup"]})["loops"]
         samples = {w.implementation: [] for w in workers}
+        faults = {w.implementation: [] for w in workers}
         for r in range(settings["repeats"]):
             turn = workers[r % len(workers):] + workers[:r % len(workers)]
             for w in turn:
-                samples[w.implementation].append(w.ask({"cmd": "sample"})["seconds"])
+                answer = w.ask({"cmd": "sample"})
+                samples[w.implementation].append(answer["seconds"])
+                faults[w.implementation].append(answer["faults"])
             if sys.stdout.isatty():
                 print(f"  {workload}: round {r + 1} of {settings['repeats']}", end="\r",
                       flush=True)
@@ -249,6 +258,7 @@ def run_workload(workload, implementations, settings, engine_root=None):
     for impl, values in samples.items():
         results[impl]["samples"] = values
         results[impl]["median"] = statistics.median(values)
+        results[impl]["page_faults"] = statistics.median(faults[impl])  # per iteration
     return results
 
 
@@ -529,6 +539,12 @@ def workloads_table(section):
         row += (f"   <= {target['ratio']:.2f}x {target['versus']}: "
                 + ("met" if target["met"] else "NOT met"))
         lines.append(row)
+    lines.append(f"{'page faults':<16}" + "".join(f"{i:>12}" for i in impls)
+                 + "   (minor, per iteration, median)")
+    for name, w in section["workloads"].items():
+        lines.append(f"{name:<16}" + "".join(
+            f"{w['times'][i]['page_faults']:>12.0f}" if "page_faults" in w["times"].get(i, {})
+            else f"{'-':>12}" for i in impls))
     m = section["machine"]
     lines.append(f"median of {section['settings']['repeats']} rounds per implementation, one "
                  f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "

@@ -1,0 +1,50 @@
+"""The benchmark script (tests/benchmarks/run.py) runs, checks before it times, and stores
+what the speed page reads. Timings are not tested: only that they exist and fit together."""
+
+import json
+import math
+import subprocess
+import sys
+
+import verifier
+
+ROOT = verifier.ROOT
+RUN = ROOT / "tests" / "benchmarks" / "run.py"
+STORED = ROOT / "book" / "data" / "benchmarks.json"
+
+
+def check_workloads(section):
+    names = set(section["implementations"])
+    assert names == {"engine", "numpy", "torch", "autograd"}
+    for name, w in section["workloads"].items():
+        assert set(w["times"]) == names, name
+        for impl, t in w["times"].items():
+            assert t["checked"] and t["gradient_difference"] <= 1e-12, (name, impl)
+            assert t["median"] > 0 and len(t["samples"]) == section["settings"]["repeats"]
+            assert t["page_faults"] >= 0, (name, impl)
+        target = w["target"]
+        ratio = w["times"]["engine"]["median"] / w["times"][target["versus"]]["median"]
+        assert math.isclose(w["ratios"][target["versus"]], ratio)
+        assert target["met"] == (ratio <= target["ratio"])
+
+
+def test_a_quick_run_checks_times_and_stores_one_workload(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([sys.executable, str(RUN), "--only", "running_small", "--quick",
+                          "--out", str(out)], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "running_small" in run.stdout and "page faults" in run.stdout
+    section = json.loads(out.read_text())["workloads"]
+    assert list(section["workloads"]) == ["running_small"]
+    check_workloads(section)
+
+
+def test_the_stored_results_have_everything_the_speed_page_reads():
+    stored = json.loads(STORED.read_text())
+    check_workloads(stored["workloads"])
+    assert list(stored["workloads"]["workloads"]) == [
+        "running_small", "running_large", "mlp", "chain"]
+    assert not stored["workloads"]["commit"]["dirty"], "measured with uncommitted changes"
+    build = stored["build"]
+    assert math.isclose(build["overhead"], build["cold_build"] - build["scripts_sum"], abs_tol=0.11)
