@@ -17,6 +17,7 @@ those cells are exactly what stays alive until backward runs.
 
 import contextlib
 import gc
+import weakref
 
 import numpy as np
 
@@ -24,50 +25,65 @@ import numpy as np
 
 
 class VersionedArray(np.ndarray):
-    """A NumPy array that counts its in-place changes, and remembers when the last one was.
+    """A NumPy array whose in-place writes are counted, and timed on the engine's write clock.
 
     Every write made through the array's own methods and operators
     (`a[...] = v`, `a += v` and the other augmented assignments, `a.fill(v)`,
-    `a.sort()`, `a.put(i, v)`) adds one to `a.version` and stamps the array
-    with the time of the write on the engine's write clock (`written_at`).
-    Views share their base's count and stamp (a write through `a[1:3]` or
-    `a.T` changes `a`), copies start their own. Writes made by NumPy
-    functions into an existing array are not seen: `np.multiply(a, 2, out=a)`,
-    `np.add.at(a, i, v)`, `np.copyto(a, v)`, `a.flat[i] = v`. Catching those
-    would need a hook on every NumPy call, which would run in every operation
-    and every closure of the engine (chapter `memory` measures that price).
-    Results of NumPy operations on versioned arrays are versioned arrays that
-    were never written, so an array that an operation saves can always be checked.
+    `a.sort()`, `a.put(i, v)`) adds one to the version of the memory it
+    changed and stamps that memory with the time of the write (`written_at`).
+    A view and its base share their memory, so they share both numbers (a
+    write through `a[1:3]` or `a.T` changes `a`); a copy has its own. Writes
+    made by NumPy functions into an existing array are not seen:
+    `np.multiply(a, 2, out=a)`, `np.add.at(a, i, v)`, `np.copyto(a, v)`,
+    `a.flat[i] = v`. Catching those would need a hook on every NumPy call,
+    which would run in every operation and every closure of the engine
+    (chapter `memory` measures that price).
     """
 
-    # No per-array __dict__ (chapter `memory`, "Many small objects"). The slots are
-    # set on the array that owns the memory at its first write; until then they are
-    # empty and read as 0, so making an array, which NumPy does several times in
-    # every operation and every closure, runs no Python code at all.
-    __slots__ = ("_version", "_written_at")
+    __slots__ = ()  # no per-array __dict__: chapter `memory`, "Many small objects"
 
     @property
     def version(self):
-        """How many writes this array's memory has had."""
-        return getattr(owner(self), "_version", 0)
+        return version_of(self)
 
     @property
     def written_at(self):
-        """The write clock's time at the last write into this memory; 0 if never written."""
-        return getattr(owner(self), "_written_at", 0)
+        return written_at(self)
+
+    def __array_wrap__(self, result, context=None, return_scalar=False):
+        """What a NumPy function of this array returns: new memory as a plain array.
+
+        A result in new memory belongs to no tensor yet (`Tensor` versions it when
+        it becomes a tensor's data). NumPy's default would wrap every such result in
+        a second, versioned object, in every operation and every closure, and every
+        later call on that object would take NumPy's slower path for subclasses.
+        A view (`np.squeeze(a)`) stays versioned: writes through it are writes into a.
+        """
+        if return_scalar:
+            return result[()]
+        if type(result) is VersionedArray or result.base is None:
+            return result  # an out= array, as `a += b` passes, or new memory
+        return result.view(VersionedArray)
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
 
 
-def owner(array):
-    """The array that owns `array`'s memory: itself, or the VersionedArray a view came from."""
-    while isinstance(array.base, VersionedArray):
+def memory_of(array):
+    """The array that owns `array`'s memory: the end of its chain of bases.
+
+    NumPy makes a view's base the array it was taken from, or, for some views
+    (`np.squeeze`, views of views), the array that owns the memory; a tensor's
+    data is itself a view of a plain array. The end of the chain is the same
+    for all of them.
+    """
+    while isinstance(array.base, np.ndarray):
         array = array.base
     return array
 
 
 _write_clock = [0]  # how many writes the process has made through versioned arrays
+_writes = {}  # id(memory) -> (version, clock at its last write), for memory written at all
 
 
 def write_clock():
@@ -75,12 +91,24 @@ def write_clock():
     return _write_clock[0]
 
 
+def version_of(array):
+    """How many writes the memory of `array` (any array) has had through versioned arrays."""
+    return _writes.get(id(memory_of(array)), (0, 0))[0]
+
+
+def written_at(array):
+    """The clock's time at the last write into the memory of `array`; 0 if never written."""
+    return _writes.get(id(memory_of(array)), (0, 0))[1]
+
+
 def _stamp(array, version):
-    """Record a write into `array`'s memory: its new version, and the time on the clock."""
+    """Record a write into the memory of `array`: its new version, and the time."""
+    memory = memory_of(array)
+    key = id(memory)
+    if key not in _writes:  # forget the entry when the memory goes, before the id is reused
+        weakref.finalize(memory, _writes.pop, key, None)
     _write_clock[0] += 1
-    memory = owner(array)
-    memory._version = version
-    memory._written_at = _write_clock[0]
+    _writes[key] = (version, _write_clock[0])
 
 
 def _counted(name):
@@ -89,7 +117,7 @@ def _counted(name):
 
     def write(self, *args, **kwargs):
         result = method(self, *args, **kwargs)
-        _stamp(self, self.version + 1)
+        _stamp(self, version_of(self) + 1)
         return result
 
     write.__name__ = write.__qualname__ = name
@@ -108,11 +136,11 @@ def as_data(value, old=None):
     """`value` as a Tensor's float64 VersionedArray; a replacement counts as a change of `old`."""
     array = value if type(value) is VersionedArray else np.asanyarray(value, dtype=np.float64)
     if type(array) is not VersionedArray:
-        array = array.view(VersionedArray)  # never written yet
+        array = array.view(VersionedArray)
     elif array.dtype != np.float64:
         array = array.astype(np.float64)
     if old is not None:  # `x.data = new`: the tensor changed, so its version must move on
-        _stamp(array, max(array.version, old.version + 1))
+        _stamp(array, max(version_of(array), version_of(old) + 1))
     return array
 
 
@@ -219,11 +247,11 @@ def check_saved(node):
         return  # no write at all since its operation ran: nothing to look at
     for value in captured(node.backward_fn):
         array = _array_of(value)
-        if isinstance(array, VersionedArray) and array.written_at > node.recorded_at:
+        if array is not None and written_at(array) > node.recorded_at:
             what = "an array" if isinstance(value, np.ndarray) else "a tensor"
             raise RuntimeError(
                 f"{what} of shape {array.shape} saved by '{node.op}' was changed in "
-                f"place after the forward pass (it is now at version {array.version}, "
+                f"place after the forward pass (it is now at version {version_of(array)}, "
                 f"written after '{node.op}' ran): its gradient would belong to no "
                 "forward pass. Run the forward pass again after the change, or "
                 "change a copy instead."

@@ -1,13 +1,15 @@
 """engine.memory (chapter `memory`): no_grad, detach, freeing the graph, version counters."""
 
 import gc
+import re
 import weakref
 
 import numpy as np
 import pytest
 
 from engine import Tensor, checkpoint, no_grad, saved_nbytes
-from engine.memory import VersionedArray
+from engine import memory
+from engine.memory import VersionedArray, captured
 from engine.nn import MLP, Sequential
 
 
@@ -184,6 +186,53 @@ def test_a_change_of_a_saved_output_is_caught():
     y.data[0] = 0.0
     with pytest.raises(RuntimeError, match=r"array of shape \(2,\) saved by 'exp'"):
         y.backward()
+
+
+def test_every_view_of_one_memory_shares_its_version():
+    x = Tensor(np.arange(6.0))
+    views = [x.data[1:], x.data.reshape(2, 3).T, np.squeeze(x.data.reshape(1, 6)), x.detach().data]
+    for k, view in enumerate(views, start=1):
+        view[...] = float(k)
+        assert [v.version for v in views] == [k] * 4 and x.data.version == k
+    assert x.data.copy().version == 0  # a copy is other memory
+
+
+def test_numpy_functions_of_versioned_arrays_return_plain_arrays():
+    x = Tensor([1.0, 2.0])
+    assert type(np.sin(x.data)) is np.ndarray and type(x.data * 2) is np.ndarray
+    assert type(x.data.sum()) is np.float64
+    assert type(x.data[1:]) is VersionedArray and type((x * 2).data) is VersionedArray
+
+
+def test_the_table_of_writes_forgets_memory_that_is_gone():
+    x = Tensor(np.zeros(3))
+    x.data += 1.0
+    key = id(memory.memory_of(x.data))
+    assert key in memory._writes
+    del x
+    gc.collect()
+    assert key not in memory._writes
+
+
+SAVE_THEIR_OUTPUT = {  # operations whose closure keeps memory that the result's data shares
+    "exp": lambda x: x.exp(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "sqrt": lambda x: x.sqrt(),
+    "max": lambda x: x.max(axis=1),
+    "**": lambda x: x ** Tensor(np.full((2, 3), 1.5)),
+}
+
+
+@pytest.mark.parametrize("op", SAVE_THEIR_OUTPUT)
+def test_every_write_into_a_saved_output_is_caught(op):
+    x = Tensor(np.arange(1.0, 7.0).reshape(2, 3))
+    y = SAVE_THEIR_OUTPUT[op](x)
+    saved = [v for v in captured(y.backward_fn) if isinstance(v, np.ndarray)]
+    assert any(np.shares_memory(v, y.data) for v in saved), "the closure keeps the output"
+    y.data[...] = 0.5  # through the result's own data, after its operation ran
+    with pytest.raises(RuntimeError, match=f"saved by '{re.escape(op)}'"):
+        y.sum().backward()
 
 
 def test_an_optimizer_step_between_forward_and_backward_is_caught():
