@@ -46,10 +46,6 @@ class VersionedArray(np.ndarray):
     def version(self):
         return version_of(self)
 
-    @property
-    def written_at(self):
-        return written_at(self)
-
     def __array_wrap__(self, result, context=None, return_scalar=False):
         """What a NumPy function of this array returns: new memory as a plain array.
 

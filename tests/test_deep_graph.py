@@ -9,8 +9,9 @@ the visited set and one grad per node), as bytes per node.
 
 The bound, 4,096 bytes per node at the peak: a node here is one Tensor (named
 slots, about 100 bytes), its 0-d float64 VersionedArray (about 200) and the
-backward closure with its cells and the tuple of parents (about 300); backward adds an entry in the topological order, the
-visited set and the stack (about 150) and the node's grad array (about 100).
+backward closure with its cells and the tuple of parents (about 300); backward
+adds an entry in the topological order, the visited set and the stack (about
+150) and the node's grad array (about 100).
 That is about 1 KB; 4 KB leaves room for the allocator's slack and other
 platforms, and still fails if a node ever keeps four times what it should
 (a copy per node, a frame per node from recursion, a leak of the graph).
