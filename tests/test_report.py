@@ -130,10 +130,23 @@ plt.close(fig)
 
 No image.
 ```
+
+```{code-cell} ipython3
+---
+glue:
+  half: "0.6"
+---
+glue("half", 0.5, display=False)
+glue("third", 1 / 3, display=False)
+```
+
+A half is {glue:text}`half:.1f`, and
+a third is {glue:text}`third:.2f`.
 """
 
 FIXED = (BAD.replace('print("no expectation")', "x = 1").replace("1 + 2", "1 + 1")
-         .replace('matplotlib.use("Agg")', "pass"))
+         .replace('matplotlib.use("Agg")', "pass")
+         .replace('half: "0.6"', 'half: "0.5"\n  third: "0.33"'))
 
 REPORT = """\
 # Report
@@ -191,6 +204,12 @@ def test_unverified_chapter_fails_the_build_at_its_cells(book):
     assert re.search(rf"book/bad\.md:{differs}: WARNING: unverified output: printed text "
                      r"differs from expect:", log), log[-3000:]
     assert "+two = 3" in log  # the difference is shown
+    # glued values in the prose: one that differs from its declaration, one undeclared
+    glue_cell = line_of(BAD, 'glue("half"')
+    assert re.search(rf"book/bad\.md:{glue_cell}: WARNING: unchecked glue: glued value 'half', "
+                     rf"shown at line {glue_cell + 9}, is '0.5', glue: says '0.6'", log), log[-3000:]
+    assert re.search(rf"book/bad\.md:{glue_cell + 10}: WARNING: unchecked glue: the page shows "
+                     r"glued value 'third' \('0.33'\) and no check covers it", log), log[-3000:]
     agg = line_of(BAD, 'matplotlib.use("Agg")')
     assert re.search(rf"book/bad\.md:{agg}: WARNING: figure without an image: glued value "
                      r"'fig-text' shows only its text '<Figure size", log), log[-3000:]
@@ -216,8 +235,8 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
     bad = next(r for r in rows if r.startswith("Bad"))
     # chapter, code cells, verified outputs, figures (interactive), time, status, modules
     assert re.fullmatch(r"Good 2 1 2 \(1\) [\d.]+ verified figures , tensor", good), good
-    assert re.fullmatch(r"Bad 3 1 1 \(0\) [\d.]+ verified -", bad), bad
-    assert any(r.startswith("2 chapters 5 2 3 (1)") for r in rows), rows
+    assert re.fullmatch(r"Bad 4 1 1 \(0\) [\d.]+ verified -", bad), bad
+    assert any(r.startswith("2 chapters 6 2 3 (1)") for r in rows), rows
     assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
 
 

@@ -3,6 +3,7 @@
     python tests/verifier.py                    # every chapter of _toc.yml
     python tests/verifier.py tensors            # one chapter, by slug or path
     python tests/verifier.py --update tensors   # rewrite differing/missing expect: blocks
+    python tests/verifier.py --environment sse-prescott   # as on another CPU (tests/numerics.py)
 
 Outputs come from the build's own execution cache (`engine_cache.cache_dir`, in
 $BOOK_BUILD_DIR or <repo>/_build): a hit is literally what the site shows. On a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -83,8 +85,11 @@ class Result:
 # -- execution ---------------------------------------------------------------------
 
 
-def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None):
+def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None, env=None):
     """Run the notebook in one kernel, cell by cell; keep going after an error.
+
+    `env`: variables to set for the kernel on top of this process's own (a
+    numerical environment of tests/numerics.py).
 
     Returns (executed notebook, {fence line: seconds}, failures, total seconds,
     stopped) where failures only holds timeouts and kernel deaths (errors are
@@ -120,7 +125,8 @@ def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None):
     seconds, failures, stopped = {}, [], False
     start = time.perf_counter()
     client.reset_execution_trackers()
-    with client.setup_kernel():
+    kernel = {} if env is None else {"env": {**os.environ, **env}}
+    with client.setup_kernel(**kernel):
         info = client.wait_for_reply(client.kc.kernel_info())
         if info is not None and "language_info" in info["content"]:
             nb.metadata["language_info"] = info["content"]["language_info"]
@@ -183,8 +189,15 @@ def restore_under(new_chapter: ex.Chapter, executed_nb):
 # -- one chapter ---------------------------------------------------------------------
 
 
-def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
-    """Check one chapter; with `update`, rewrite its differing/missing expect: blocks."""
+def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) -> Result:
+    """Check one chapter; with `update`, rewrite its differing/missing expect: blocks.
+
+    With `env` (kernel variables of a numerical environment, {} for this machine as
+    it is) the chapter always runs afresh and its outputs are never stored: the
+    build's cache holds what the build itself ran.
+    """
+    if env is not None:
+        use_cache, update = False, False
     root = Path(root).resolve()
     path = Path(path).resolve()
     build = Path(build) if build is not None else build_dir(root)
@@ -209,7 +222,7 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
     run_failures = []
     if executed is None:
         executed, result.cell_seconds, run_failures, result.seconds, stopped = execute(
-            chapter, root
+            chapter, root, env=env
         )
         result.source = "executed"
     result.executed_nb = executed
@@ -229,9 +242,12 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True) -> Result:
             break
         failures.extend(ex.check_cell(cell, output))
     failures.extend(f for f in run_failures if f.line not in timed_out)
+    if not run_failures:  # every cell ran: each glued value the prose shows is there
+        glued = ex.glued_values(executed.cells)
+        failures.extend(ex.check_glue(chapter.text, chapter.cells, glued, root))
     result.failures = failures
 
-    if result.source == "executed" and not run_failures and not raised:
+    if result.source == "executed" and not run_failures and not raised and env is None:
         store(cache, executed, path, result.seconds)
         result.stored = True
 
@@ -311,10 +327,30 @@ def main(argv=None):
                         help="rewrite differing or missing expect: blocks in place")
     parser.add_argument("--no-cache", action="store_true",
                         help="execute even when the build cache holds the outputs")
+    parser.add_argument("--environment", metavar="NAME",
+                        help="run in a numerical environment of tests/numerics.py "
+                        "(always executes; stores nothing)")
+    parser.add_argument("--json", metavar="FILE", type=Path,
+                        help="also write each chapter's result to FILE")
     args = parser.parse_args(argv)
-    status = 0
+    env = None
+    if args.environment:
+        import numerics
+
+        environment = numerics.by_name(args.environment)
+        why_not = environment.runnable()
+        if why_not:
+            raise SystemExit(f"{args.environment}: {why_not}")
+        env = environment.variables()
+    status, results = 0, {}
     for path, root in find_chapters(args.chapters):
-        result = verify(path, root=root, update=args.update, use_cache=not args.no_cache)
+        result = verify(path, root=root, update=args.update, use_cache=not args.no_cache,
+                        env=env)
+        results[result.name] = {"ok": result.ok, "seconds": round(result.seconds, 1),
+                                "cells": len(result.chapter.cells),
+                                "report": "" if result.ok else result.report()}
+        if args.json:  # after every chapter: a run cut short still says how far it got
+            args.json.write_text(json.dumps(results, indent=1))
         timing = f"{result.seconds:.1f} s, {result.source}"
         if result.rewritten:
             lines = ", ".join(str(line) for line in result.rewritten)

@@ -599,7 +599,12 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
     except ToleranceError as error:
         failures.append(Failure(cell.line, str(error)))
         return failures
+    if tolerance is not None and not has_marks(expect or "") and _glue_marked(cell):
+        tolerance = None  # the tolerance is for the marked numbers of its `glue:` texts
     if expect is None:
+        if tolerance is not None and not _glue_marked(cell):
+            failures.append(Failure(cell.line, f"tolerance {tolerance} is declared but nothing "
+                                    f"is marked noisy: write `{NOISY}` before each noisy number"))
         if output.has_text and output.text.strip():
             failures.append(
                 Failure(cell.line, "cell prints text but has no expect: option",
@@ -762,3 +767,170 @@ def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) ->
                 f"(wanted {want!r}, myst-nb read {new.options!r})"
             )
     return new_text
+
+
+# -- glued values: numbers in the prose ----------------------------------------------
+#
+# `glue("name", value, display=False)` in a cell and {glue:text}`name:.3f` in the prose
+# put a computed number into a sentence. It is a number a reader sees, so it is checked
+# like a printed one: the cell that glues it says, in its options, the text the page
+# must show,
+#
+#     glue:
+#       x1_bar: "5.5"
+#
+# compared with the verifier's rules (`~` marks and the cell's `tolerance:` as in
+# `expect:`). A value the page shows that no cell declares fails, and so does a
+# declaration the page does not show.
+
+GLUE_PREFIX = "application/papermill.record/"
+GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text",
+              "glue:md": "md"}
+# directives whose body is not MyST prose, so holds no glue roles
+NOT_PROSE = {"code-cell", "code", "code-block", "sourcecode", "literalinclude", "math", "raw",
+             "bibliography", "execution-report", "nb-exec-table", "csv-table"}
+
+
+def has_marks(text: str) -> bool:
+    return any(tokenize_expected(text)[2])
+
+
+def _glue_marked(cell: CodeCell) -> bool:
+    declared = cell.options.get("glue")
+    return isinstance(declared, dict) and any(
+        isinstance(text, str) and has_marks(text) for text in declared.values())
+
+
+def glued_values(cells) -> dict:
+    """{name: mimebundle} of every `glue(...)` output left in these notebook cells."""
+    found = {}
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                found[name] = {k[len(GLUE_PREFIX):] if k.startswith(GLUE_PREFIX) else k: v
+                               for k, v in output.get("data", {}).items()}
+    return found
+
+
+@dataclasses.dataclass
+class GlueUse:
+    name: str
+    kind: str  # "text", "any" or "md"
+    spec: str  # the format after the last colon of {glue:text}`name:spec`
+    line: int  # 1-based line of the chapter
+
+
+@functools.lru_cache(maxsize=None)
+def _markdown_parser(root: Path):
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.parsers.mdit import create_md_parser
+
+    return create_md_parser(md_parser_config(root), RendererHTML)
+
+
+def _directive_body(content: str):
+    """(MyST text of a directive's body, how many option lines were skipped)."""
+    lines = content.split("\n")
+    if lines and lines[0].startswith("---"):
+        end = next((i for i in range(1, len(lines)) if re.match(r"^-{3,}", lines[i])), None)
+        if end is not None:
+            return "\n".join(lines[end + 1:]), end + 1
+    count = 0
+    while count < len(lines) and re.match(r"^\s*:[\w-]+:", lines[count]):
+        count += 1
+    return "\n".join(lines[count:]), count
+
+
+def glue_uses(text: str, root=ROOT, first_line: int = 1) -> list[GlueUse]:
+    """Every glue role in the prose (directive bodies too), with its line, read by
+    myst-parser's own markdown-it tokens."""
+    uses = []
+    for token in _markdown_parser(Path(root).resolve()).parse(text):
+        if token.type == "inline" and token.map:
+            line = first_line + token.map[0]
+            for child in token.children or []:
+                if child.type in ("softbreak", "hardbreak"):
+                    line += 1
+                elif child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES:
+                    kind = GLUE_ROLES[child.meta["name"]]
+                    name, spec = child.content, ""
+                    if kind in ("text", "md") and ":" in child.content:
+                        name, spec = child.content.rsplit(":", 1)
+                    uses.append(GlueUse(name, kind, spec, line))
+                line += child.content.count("\n") if child.type == "text" else 0
+        elif token.type in ("fence", "colon_fence") and token.map:
+            directive = re.match(r"\{([^}]+)\}", token.info.strip())
+            if directive and directive.group(1) not in NOT_PROSE:
+                body, skipped = _directive_body(token.content)
+                uses += glue_uses(body, root, first_line + token.map[0] + 1 + skipped)
+    return uses
+
+
+def glue_text(use: GlueUse, bundle: dict) -> str | None:
+    """The text the page shows for this role, as myst-nb renders it (None: no text)."""
+    from myst_nb.core.variables import format_plain_text
+
+    plain = bundle.get("text/plain")
+    plain = "".join(plain) if isinstance(plain, list) else plain
+    if use.kind == "md" and "text/markdown" in bundle:
+        return bundle["text/markdown"]
+    if plain is None:
+        return None
+    return format_plain_text(plain, use.spec or "s") if use.kind == "text" else plain
+
+
+def check_glue(text: str, cells: list[CodeCell], glued: dict, root=ROOT) -> list[Failure]:
+    """Every way the glued values the chapter's prose shows break the book's rules."""
+    failures, declared = [], {}
+    for cell in cells:
+        spec = cell.options.get("glue")
+        if spec is None:
+            continue
+        if not isinstance(spec, dict):
+            failures.append(Failure(cell.line, "glue: must map each glued name to the text the "
+                                    'page shows, as `glue:` then lines `  name: "5.5"`'))
+            continue
+        for name, expected in spec.items():
+            if not isinstance(expected, str):
+                failures.append(Failure(cell.line, f"glue: {name} reads as YAML "
+                                        f"{type(expected).__name__} {expected!r}, not text: "
+                                        f'quote it ({name}: "{expected}")'))
+            elif name in declared:
+                failures.append(Failure(cell.line, f"glue: {name} is declared twice, here and "
+                                        f"at line {declared[name][0].line}"))
+            else:
+                declared[name] = (cell, expected)
+    uses = [use for use in glue_uses(text, root) if "::" not in use.name]
+    shown = {use.name for use in uses}
+    for use in uses:
+        bundle = glued.get(use.name)
+        if bundle is None:
+            failures.append(Failure(use.line, f"the page shows glued value {use.name!r}, which "
+                                    "no cell glued"))
+            continue
+        got = glue_text(use, bundle)
+        if use.name not in declared:
+            failures.append(Failure(
+                use.line, f"the page shows glued value {use.name!r} ({got!r}) and no check "
+                f"covers it: declare it in the options of the cell that glues it, "
+                f'`glue:` then `  {use.name}: "{got}"`'))
+            continue
+        cell, expected = declared[use.name]
+        try:
+            tolerance = parse_tolerance(cell.tolerance) if has_marks(expected) else None
+            what = compare(expected, got or "", tolerance)
+        except ToleranceError as error:
+            failures.append(Failure(cell.line, f"glue: {use.name}: {error}"))
+            continue
+        if what is not None:
+            failures.append(Failure(
+                cell.line, f"glued value {use.name!r}, shown at line {use.line}, is {got!r}, "
+                f"glue: says {expected!r} ({what})", kind="glue"))
+    for name, (cell, _) in declared.items():
+        if name not in shown:
+            failures.append(Failure(cell.line, f"glue: declares {name!r}, which no role on the "
+                                    "page shows"))
+        elif name not in glued:
+            pass  # reported at the role above
+    return failures

@@ -297,20 +297,11 @@ def listing_cells(path, options, root, label, bound=()):
 
 # -- glue -----------------------------------------------------------------------------
 
-GLUE_PREFIX = "application/papermill.record/"
-
-
 def glued_outputs(nb, glue_data=None):
     """{name: mimebundle} of every `glue(...)` call: myst-nb moves them out of the
     executed notebook into `<docname>.glue.json` (`glue_data`); any left in place count too."""
     found = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
-    for cell in nb.cells:
-        for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                data = {k[len(GLUE_PREFIX):] if k.startswith(GLUE_PREFIX) else k: v
-                        for k, v in output.get("data", {}).items()}
-                found[name] = data
+    found.update(_ex().glued_values(nb.cells))
     return found
 
 

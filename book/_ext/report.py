@@ -207,6 +207,10 @@ def chapter_problems(app, docname):
     for cell, failure in failures(nb):
         detail = f"\n{failure.detail}" if failure.detail else ""
         found.append((cell.line, f"unverified output: {failure.what}{detail}", "unverified"))
+    text = Path(app.env.doc2path(docname)).read_text(encoding="utf8")
+    glued = {name: dict(output.get("data", {})) for name, output in glue.items()}
+    for failure in ex.check_glue(text, code_cells(nb), glued, Path(app.srcdir)):
+        found.append((failure.line, f"unchecked glue: {failure.what}", "glue"))
     lines = {cell.index: cell.line for cell in code_cells(nb)}
     for index, what in textless_figures(nb, glue):
         found.append((lines.get(index), f"figure without an image: {what} (was matplotlib's "

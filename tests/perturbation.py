@@ -1,0 +1,175 @@
+"""Perturbed arithmetic: every floating-point result of the engine, one or two ulps off.
+
+Test-only. It stands in for the CPUs and libraries no machine here has (Apple's
+Accelerate, ARM's kernels, another libm), which round differently in the last bits.
+`install(seed)` patches the engine's classes from outside, so the engine's code, as
+the book shows it, is unchanged:
+
+- every result an operation records (`Tensor._result`, `Var._result`, each operation
+  of `Dual`) is nudged by -2, -1, +1 or +2 units in the last place, entry by entry,
+  the step picked by a seeded hash of the entry's bits (so the same operation on
+  the same inputs always gives the same result, as on a real machine);
+- every value written into a `.grad` (a VJP adopted or added) is nudged the same way.
+
+Zeros, non-finite values and exact operations stay as they are: the operations that
+only move or pick values (negation, relu, abs, max, reshape, transpose, indexing)
+round the same on every CPU, and a result that is a view of its input keeps sharing
+its memory. A number a chapter prints that moves under this was resting on last-bit
+rounding. The chapter verifier runs every chapter with this installed in its kernel
+(tests/numerics.py starts the kernel with an IPython startup file that calls it).
+"""
+
+import math
+
+import numpy as np
+
+EXACT_OPS = {"neg", "relu", "abs", "max", "min", "maximum", "minimum", "where", "clip",
+             "reshape", "transpose", "index", "squeeze", "unsqueeze", "concatenate", "stack",
+             "expand", "sign", "detach", "copy"}
+
+
+class Nudger:
+    """Nudges values by -2, -1, +1 or +2 ulps, chosen by a seeded hash of their bits.
+
+    The step is a function of the value (and the seed), not a draw: like a real
+    library that rounds differently, the same operation on the same inputs gives
+    the same result every time, so a program run twice still agrees with itself.
+    """
+
+    STEPS = np.array([-2.0, -1.0, 1.0, 2.0])
+
+    def __init__(self, seed):
+        self.key = np.uint64((0x9E3779B97F4A7C15 * (seed + 1)) % 2**64)
+        self.count = 0  # values nudged, for the runner's report
+
+    def steps(self, array):
+        bits = np.ascontiguousarray(array, dtype=np.float64).view(np.uint64)
+        with np.errstate(over="ignore"):
+            mixed = (bits ^ self.key) * np.uint64(0xBF58476D1CE4E5B9)
+        return self.STEPS[(mixed >> np.uint64(62)).astype(np.intp)].reshape(np.shape(array))
+
+    def array(self, data, in_place):
+        """`data` nudged: in place when it is a fresh array the caller owns."""
+        if isinstance(data, float) and not isinstance(data, np.floating):
+            return self.scalar(data)
+        array = np.asarray(data)
+        if array.dtype != np.float64 or array.size == 0:
+            return data
+        steady = ~np.isfinite(array) | (array == 0)
+        with np.errstate(invalid="ignore"):
+            delta = np.where(steady, 0.0, self.steps(array) * np.spacing(np.abs(array)))
+        self.count += array.size
+        if in_place and isinstance(data, np.ndarray) and data.ndim and data.flags.writeable:
+            plain = data.view(np.ndarray)  # a plain view: no version counter sees the nudge
+            plain += delta
+            return data
+        return (array + delta)[()] if array.ndim == 0 else array + delta
+
+    def scalar(self, value):
+        if value == 0 or not math.isfinite(value):
+            return value
+        self.count += 1
+        return value + float(self.steps(np.array(value))) * math.ulp(value)
+
+
+def _shares_memory_with_parents(data, parents):
+    for parent in parents:
+        other = getattr(parent, "data", None)
+        if isinstance(other, np.ndarray) and isinstance(data, np.ndarray):
+            if np.may_share_memory(data, other):
+                return True
+    return False
+
+
+def _patch_result(cls, nudger):
+    """Nudge what `cls._result(data, parents, op, backward_fn)` records."""
+    original = cls._result
+
+    def _result(self, data, parents, op, backward_fn):
+        if op not in EXACT_OPS and not _shares_memory_with_parents(data, parents):
+            data = nudger.array(data, in_place=True)
+        return original(self, data, parents, op, backward_fn)
+
+    cls._result = _result
+
+
+def _patch_grad(cls, nudger):
+    """Nudge every value written into `.grad`, whether a slot or an instance attribute."""
+    slot = cls.__dict__.get("grad")  # a member descriptor when the class has __slots__
+
+    if slot is not None:
+        def get(self):
+            return slot.__get__(self, cls)
+
+        def put(self, value):
+            slot.__set__(self, _nudged_grad(nudger, value, get(self) if _has(self) else None))
+
+        def _has(self):
+            try:
+                slot.__get__(self, cls)
+                return True
+            except AttributeError:
+                return False
+    else:
+        def get(self):
+            return self.__dict__["grad"]
+
+        def put(self, value):
+            self.__dict__["grad"] = _nudged_grad(nudger, value, self.__dict__.get("grad"))
+
+    cls.grad = property(get, put)
+
+
+def _nudged_grad(nudger, value, current):
+    if value is None:
+        return None
+    # `x.grad += vjp` hands back the array x already owns: nudge it in place; any
+    # other array may be shared (an adopted y_bar), so it is nudged as a copy
+    return nudger.array(value, in_place=value is current)
+
+
+def _patch_methods(cls, nudger, fields):
+    """Wrap every operation of `cls` that returns a `cls`: nudge its `fields`."""
+    skip = {"__init__", "__repr__", "__new__", "__neg__", "relu"}
+    for name, function in list(vars(cls).items()):
+        if name in skip or not callable(function) or isinstance(function, (staticmethod,
+                                                                            classmethod)):
+            continue
+        if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+            continue
+
+        def wrapper(*args, _function=function, **kwargs):
+            out = _function(*args, **kwargs)
+            if isinstance(out, cls):
+                for field in fields:
+                    setattr(out, field, nudger.array(getattr(out, field), in_place=False))
+            return out
+
+        wrapper.__name__ = name
+        setattr(cls, name, wrapper)
+
+
+def install(seed):
+    """Patch every engine type that this snapshot of the engine has; return the nudger."""
+    nudger = Nudger(seed)
+    try:
+        from engine.tensor import Tensor
+    except ImportError:
+        Tensor = None
+    if Tensor is not None:
+        _patch_result(Tensor, nudger)
+        _patch_grad(Tensor, nudger)
+    try:
+        from engine.scalar import Var
+    except ImportError:
+        Var = None
+    if Var is not None:
+        _patch_result(Var, nudger)
+        _patch_grad(Var, nudger)
+    try:
+        from engine.dual import Dual
+    except ImportError:
+        Dual = None
+    if Dual is not None:
+        _patch_methods(Dual, nudger, ("value", "tangent"))
+    return nudger

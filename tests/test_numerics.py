@@ -1,0 +1,206 @@
+"""Every chapter verifies in every numerical environment of tests/numerics.py.
+
+Each environment runs the whole book afresh (never from the build's cache) in its
+own `python tests/verifier.py --environment NAME` process: other OpenBLAS kernels,
+NumPy's SIMD levels turned off, more than one BLAS thread, and the perturbed
+engine. They run side by side as far as the cores allow (an environment with
+several BLAS threads gets the cores it uses). One test per environment and
+chapter; a failure shows the verifier's report, naming the chapter's file and line.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import numerics
+import verifier
+from throwaway import FRONT
+from verifier import ex
+
+ROOT = verifier.ROOT
+ENVIRONMENTS = numerics.environments()
+CHAPTERS = ex.chapter_paths(ROOT)
+
+
+def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
+    """{environment name: {chapter: result}} from one verifier process per environment."""
+    cores = cores or min(os.cpu_count() or 1, 2)
+    features = numerics.numpy_cpu_features()
+    pending = [e for e in environments if e.runnable(features) is None]
+    results = {e.name: {"skipped": e.runnable(features)} for e in environments
+               if e.runnable(features) is not None}
+    running = []  # (environment, process, json path, log path, cores it uses, start)
+    while pending or running:
+        free = cores - sum(r[4] for r in running)
+        if pending and (not running or min(pending[0].threads or cores, cores) <= free):
+            environment = pending.pop(0)
+            out = Path(out_dir) / f"{environment.name}.json"
+            log = Path(out_dir) / f"{environment.name}.log"
+            command = [sys.executable, str(root / "tests" / "verifier.py"),
+                       "--environment", environment.name, "--json", str(out), *chapters]
+            with open(log, "w") as log_file:
+                process = subprocess.Popen(command, cwd=root, stdout=log_file,
+                                           stderr=subprocess.STDOUT)
+            running.append((environment, process, out, log,
+                            min(environment.threads or cores, cores), time.perf_counter()))
+            continue
+        time.sleep(0.2)
+        for entry in list(running):
+            environment, process, out, log, _, start = entry
+            if process.poll() is None:
+                continue
+            running.remove(entry)
+            chapters_done = json.loads(out.read_text()) if out.exists() else {}
+            results[environment.name] = {
+                "chapters": chapters_done, "returncode": process.returncode,
+                "seconds": round(time.perf_counter() - start, 1),
+                "log": log.read_text(errors="replace")[-4000:],
+            }
+    return results
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory):
+    out = tmp_path_factory.mktemp("numerics")
+    started = time.perf_counter()
+    results = run_matrix(ENVIRONMENTS, out)
+    summary = ROOT / "_build" / "numerics.json"
+    summary.parent.mkdir(exist_ok=True)
+    summary.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1),
+                                   "results": results}, indent=1))
+    return results
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[ex.slug(p, ROOT) for p in CHAPTERS])
+@pytest.mark.parametrize("environment", ENVIRONMENTS, ids=[e.name for e in ENVIRONMENTS])
+def test_chapter_verifies_in_environment(environment, chapter, matrix):
+    result = matrix[environment.name]
+    if result.get("skipped"):
+        pytest.skip(f"{environment.name}: {result['skipped']}")
+    name = ex.display_path(chapter, ROOT)
+    done = result["chapters"].get(name)
+    if done is None:
+        pytest.fail(f"{environment.name}: the verifier never reported {name} (exit "
+                    f"{result['returncode']}); its output ends:\n{result['log']}", pytrace=False)
+    if not done["ok"]:
+        variables = environment.variables()
+        shown = " ".join(f"{k}={v}" for k, v in variables.items() if k != "IPYTHONDIR")
+        pytest.fail(f"in environment {environment.name} ({environment.what}; {shown}):\n"
+                    f"{done['report']}", pytrace=False)
+
+
+def test_every_environment_changes_what_it_says():
+    """The variables take effect: the forced kernels and SIMD levels are the ones running."""
+    features = numerics.numpy_cpu_features()
+    for environment in ENVIRONMENTS:
+        if environment.runnable(features) is not None:
+            continue
+        variables = environment.variables(features)
+        got = numerics.probe(variables)
+        if "NPY_DISABLE_CPU_FEATURES" in variables:
+            off = set(variables["NPY_DISABLE_CPU_FEATURES"].split(","))
+            assert not off & set(got["numpy_simd"]), (environment.name, got)
+        if environment.coretype and got["openblas_core"] is not None:
+            # OpenBLAS names Prescott's kernels after the older Katmai
+            aliases = {"Prescott": {"Prescott", "Katmai"}}.get(environment.coretype,
+                                                              {environment.coretype})
+            assert got["openblas_core"] in aliases, (environment.name, got)
+
+
+def test_perturbation_moves_every_engine_result_and_keeps_runs_repeatable():
+    """The perturbed engine is off by 1 or 2 ulps, the same way on every run."""
+    code = r"""
+import sys; sys.path.insert(0, sys.argv[1])
+import numpy as np, perturbation
+nudger = perturbation.install(1)
+from engine import Tensor, Var
+def run():
+    x1, x2 = Tensor([2.0, 1.0, 0.5]), Tensor([5.0, 0.0, 2.0])
+    y = x1.log() + x1 * x2 - x2.sin()
+    y.backward()
+    return y.data.copy(), x1.grad.copy()
+(y, g), (y2, g2) = run(), run()
+exact_y = np.log([2.0, 1.0, 0.5]) + np.array([10.0, 0.0, 1.0]) - np.sin([5.0, 0.0, 2.0])
+ulps = np.abs(y - exact_y) / np.spacing(np.abs(exact_y))
+v = Var(2.0).log()
+print(int(np.array_equal(y, y2) and np.array_equal(g, g2)), int(ulps.max() <= 8),
+      int(np.any(y != exact_y)), int(v.value != np.log(2.0)), int(nudger.count > 0))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "tests")], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["1", "1", "1", "1", "1"], done.stdout + done.stderr
+
+
+CHAOS_CONFIG = """\
+title: fragile numbers
+only_build_toc_files: true
+exclude_patterns: [_build]
+execute:
+  execute_notebooks: cache
+  timeout: 120
+"""
+
+# A robust cell, then a chaotic one: a recurrent layer iterated until its state
+# forgets where it started, printed to 12 digits. Matrix products carry the
+# kernels' rounding in, the recurrence amplifies it.
+CHAOS = FRONT + """
+# Fragile
+
+```{code-cell} ipython3
+---
+expect: placeholder
+---
+import numpy as np
+from engine import Tensor
+
+rng = np.random.default_rng(0)
+W = Tensor(rng.normal(size=(100, 100)) * 0.3, requires_grad=False)  # gain 3: chaotic
+h = Tensor(rng.normal(size=(20, 100)), requires_grad=False)
+print("one step, rounded:", np.round((h @ W).tanh().data[0, :3], 6))
+```
+
+```{code-cell} ipython3
+---
+expect: placeholder
+---
+for _ in range(300):
+    h = (h @ W).tanh()  # chaotic
+print(f"after 300 steps: {h.data.sum():.12f}")
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def fragile_book(tmp_path_factory):
+    book = tmp_path_factory.mktemp("fragile")
+    (book / "book").mkdir()
+    (book / "_config.yml").write_text(CHAOS_CONFIG)
+    (book / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                   "  - file: book/chaos\n")
+    (book / "book" / "intro.md").write_text("# Fragile numbers\n")
+    path = book / "book" / "chaos.md"
+    path.write_text(CHAOS)
+    # the expectations are what this machine prints, as an author would write them
+    result = verifier.verify(path, root=book, build=book / "_build", update=True)
+    assert result.ok and len(result.rewritten) == 2, result.report()
+    return book
+
+
+def test_a_chaotic_number_fails_in_other_environments_naming_its_line(fragile_book, tmp_path):
+    path = fragile_book / "book" / "chaos.md"
+    chaotic = next(c for c in ex.read_chapter(path, fragile_book).cells if "300 steps" in c.source)
+    chosen = [e for e in ENVIRONMENTS if e.name in ("avx2-haswell", "perturbed")]
+    results = run_matrix(chosen, tmp_path, chapters=[str(path)], root=ROOT)
+    for environment in chosen:
+        if results[environment.name].get("skipped"):
+            continue
+        done = results[environment.name]["chapters"]["book/chaos.md"]
+        assert not done["ok"], f"{environment.name} printed the chaotic number unchanged"
+        report = done["report"]
+        assert f"book/chaos.md:{chaotic.line}: printed text differs from expect:" in report
+        assert "problem(s) in 1 of 2 code cells" in report, report  # the robust cell passes
