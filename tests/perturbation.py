@@ -11,10 +11,11 @@ the book shows it, is unchanged:
   the same inputs always gives the same result, as on a real machine);
 - every value written into a `.grad` (a VJP adopted or added) is nudged the same way.
 
-Zeros, non-finite values and exact operations stay as they are: the operations that
-only move or pick values (negation, relu, abs, max, reshape, transpose, indexing)
-round the same on every CPU, and a result that is a view of its input keeps sharing
-its memory. A number a chapter prints that moves under this was resting on last-bit
+Some values and operations stay as they are, because every machine computes them
+exactly: whole numbers (0, 1, 20: a faithfully rounded library returns a result that
+is exactly representable exactly, as cos 0 = 1 and 2 + 1 = 3), non-finite values,
+and the operations that only move or pick values (negation, relu, abs, max, reshape,
+transpose, indexing). A result that is a view of its input keeps sharing its memory. A number a chapter prints that moves under this was resting on last-bit
 rounding. The chapter verifier runs every chapter with this installed in its kernel
 (tests/numerics.py starts the kernel with an IPython startup file that calls it).
 """
@@ -55,7 +56,8 @@ class Nudger:
         array = np.asarray(data)
         if array.dtype != np.float64 or array.size == 0:
             return data
-        steady = ~np.isfinite(array) | (array == 0)
+        with np.errstate(invalid="ignore"):
+            steady = ~np.isfinite(array) | (array == np.round(array)) & (np.abs(array) <= 2**53)
         with np.errstate(invalid="ignore"):
             delta = np.where(steady, 0.0, self.steps(array) * np.spacing(np.abs(array)))
         self.count += array.size
@@ -66,7 +68,7 @@ class Nudger:
         return (array + delta)[()] if array.ndim == 0 else array + delta
 
     def scalar(self, value):
-        if value == 0 or not math.isfinite(value):
+        if not math.isfinite(value) or (value == round(value) and abs(value) <= 2**53):
             return value
         self.count += 1
         return value + float(self.steps(np.array(value))) * math.ulp(value)
