@@ -12,6 +12,10 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
+* myst-nb copies its stylesheet into `_static` when the build finishes, after the
+  pages are written; Sphinx adds a checksum (`?v=...`) only to links whose file is
+  already there, so a clean build and a rebuild wrote different pages. The file is
+  copied when the builder starts instead.
 """
 
 import re
@@ -54,8 +58,17 @@ def _drop_cdn_links(app, pagename, templatename, context, doctree):
         context["body"] = _CDN_FONT_AWESOME.sub("", body)
 
 
+def _mystnb_css_first(app):
+    if app.builder.format == "html":
+        from myst_nb.sphinx_ext import add_global_html_resources
+
+        (Path(app.builder.outdir) / "_static").mkdir(parents=True, exist_ok=True)
+        add_global_html_resources(app, None)
+
+
 def setup(app):
     app.connect("config-inited", _defaults)
+    app.connect("builder-inited", _mystnb_css_first)
     app.add_css_file("engine-site.css")
     # before the themes' handlers: html-page-context stops at the first that returns
     # a template name
