@@ -12,10 +12,12 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
-* myst-nb copies its stylesheet into `_static` when the build finishes, after the
-  pages are written; Sphinx adds a checksum (`?v=...`) only to links whose file is
-  already there, so a clean build and a rebuild wrote different pages. The file is
-  copied when the builder starts instead.
+* Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script only
+  if the file is already in `_static` when the page is written. Sphinx itself and
+  several extensions (myst-nb, sphinx-proof, sphinx-exercise) copy theirs when the
+  build finishes, after the pages, so a clean build and a rebuild wrote different
+  pages. When the build finishes, every local `_static` link that lacks its
+  checksum gets the one Sphinx would have given it.
 """
 
 import re
@@ -58,17 +60,35 @@ def _drop_cdn_links(app, pagename, templatename, context, doctree):
         context["body"] = _CDN_FONT_AWESOME.sub("", body)
 
 
-def _mystnb_css_first(app):
-    if app.builder.format == "html":
-        from myst_nb.sphinx_ext import add_global_html_resources
+_STATIC_LINK = re.compile(r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)"')
 
-        (Path(app.builder.outdir) / "_static").mkdir(parents=True, exist_ok=True)
-        add_global_html_resources(app, None)
+
+def _checksum_every_static_link(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    from sphinx.builders.html._assets import _file_checksum
+
+    outdir = Path(app.outdir)
+    for page in outdir.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+
+        def add(match):
+            target = (page.parent / match["uri"]).resolve()
+            try:
+                relative = target.relative_to(outdir.resolve())
+            except ValueError:
+                return match[0]
+            checksum = _file_checksum(outdir, relative)
+            return f'{match["attr"]}{match["uri"]}?v={checksum}"' if checksum else match[0]
+
+        fixed = _STATIC_LINK.sub(add, text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
 
 
 def setup(app):
     app.connect("config-inited", _defaults)
-    app.connect("builder-inited", _mystnb_css_first)
+    app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.add_css_file("engine-site.css")
     # before the themes' handlers: html-page-context stops at the first that returns
     # a template name
