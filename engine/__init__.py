@@ -1,31 +1,44 @@
+#> chain-rule
 """engine: the small NumPy autodiff package that the book builds chapter by chapter.
 
-Each module is introduced by one chapter and says which in its docstring:
-
-    numeric numerical_grad, numerical_jacobian: central differences  (chapter `chain-rule`)
-    scalar  Var, one float with a grad and a backward closure  (chapter `scalar-engine`)
-    dual    Dual, a value and a tangent: forward mode  (chapter `forward-mode`)
-    tensor  Tensor, a NumPy array with a grad and a backward closure  (chapter `tensors`)
-    shapes  broadcast_shape, unbroadcast: broadcasting and its VJP  (chapter `shapes`)
-    gradcheck  gradcheck, GradcheckError: Jacobians against central differences  (chapter `gradcheck`)
-    functional  logsumexp, log_softmax, softmax, cross_entropy, nll_loss  (chapter `losses`)
-    nn      Module, Parameter, Linear, ReLU, Tanh, Sigmoid, Sequential, MLP  (chapter `training`)
-    optim   SGD, Adam with PyTorch's update rules  (chapter `training`)
-    memory  no_grad, VersionedArray, saved_arrays, checkpoint: memory and in-place safety  (chapter `memory`)
-    figures drawing helpers for the book's figures, not part of autodiff
+Each module says in its docstring which chapter introduces it, and every line of
+the package belongs to one chapter (the `#>` markers): the engine as of a chapter
+is the package with only the lines of that chapter and the ones before it.
 """
 
 from .numeric import numerical_grad, numerical_jacobian
+
+__all__ = ["numerical_grad", "numerical_jacobian"]
+#> scalar-engine
 from .scalar import Var
+
+__all__ += ["Var"]
+#> forward-mode
 from .dual import Dual
+
+__all__ += ["Dual"]
+#> tensors
 from .tensor import Tensor
+
+__all__ += ["Tensor"]
+#> shapes
 from .shapes import broadcast_shape, unbroadcast
+
+__all__ += ["broadcast_shape", "unbroadcast"]
+#> gradcheck
 from .gradcheck import gradcheck, GradcheckError
+
+__all__ += ["gradcheck", "GradcheckError"]
+#> losses
 from . import functional
 
-__all__ = ["numerical_grad", "numerical_jacobian", "Var", "Dual", "Tensor"]
-__all__ += ["broadcast_shape", "unbroadcast", "gradcheck", "GradcheckError", "functional"]
-from .memory import no_grad, checkpoint, saved_arrays, saved_nbytes
-from . import nn, optim, memory
+__all__ += ["functional"]
+#> training
+from . import nn, optim
 
-__all__ += ["no_grad", "checkpoint", "saved_arrays", "saved_nbytes", "nn", "optim", "memory"]
+__all__ += ["nn", "optim"]
+#> memory
+from .memory import no_grad, checkpoint, saved_arrays, saved_nbytes
+from . import memory
+
+__all__ += ["no_grad", "checkpoint", "saved_arrays", "saved_nbytes", "memory"]

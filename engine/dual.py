@@ -1,3 +1,4 @@
+#> forward-mode
 """Dual: a value and a tangent, carried forward together.
 
 Introduced in chapter `forward-mode` (Forward mode, reverse mode and what each

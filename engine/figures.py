@@ -1,3 +1,4 @@
+#> chain-rule
 """Drawing helpers for the book's figures. Not part of autodiff.
 
 Every number a figure shows comes from the engine's own objects; this module

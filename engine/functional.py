@@ -1,3 +1,4 @@
+#> losses
 """Stable softmax, log-softmax, logsumexp and cross-entropy.
 
 Introduced in chapter `losses` (Stable softmax, cross-entropy and loss
@@ -6,29 +7,41 @@ operations; `cross_entropy` is one fused operation whose backward is
 softmax - onehot, with PyTorch's `reduction` and `ignore_index` semantics.
 """
 
+#> errors
 import warnings
 
+#> losses
 import numpy as np
 
-from .tensor import Tensor, _caller_level
+from .tensor import Tensor
+#> errors
+from .tensor import _caller_level
+#> losses
 
 
 def logsumexp(x, axis=-1, keepdims=False):
     """log sum exp(x) over `axis`, as m + log sum exp(x - m), m the max."""
+    #> errors
     if not isinstance(x, Tensor):
         raise TypeError(f"logsumexp, log_softmax and softmax take a Tensor, got "
                         f"{type(x).__name__}: wrap it, Tensor(x)")
     if not all(-x.ndim <= a < x.ndim for a in np.atleast_1d(axis)):
         raise ValueError(f"axis {axis} is out of range for a tensor of shape {x.shape}: "
                          "logsumexp, log_softmax and softmax reduce over an axis it has")
+    #> losses
     m = np.max(x.data, axis=axis, keepdims=True)  # a constant (see chapter)
+    #< losses, replaced in errors
+    # out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
+    #> errors
     if np.isinf(m).any():  # x - m is inf - inf, nan: say why, at the reader's line
         _warn_infinite_max(x, m, axis)
     with np.errstate(invalid="ignore"):  # ... and not again in NumPy's words
         out = (x - m).exp().sum(axis=axis, keepdims=True).log() + m
+    #> losses
     return out if keepdims else out.reshape(np.squeeze(m, axis=axis).shape)
 
 
+#> errors
 def _warn_infinite_max(x, m, axis):
     """The values stay nan, as PyTorch's softmax gives; the warning says which entries made them."""
     n_inf, n_dead = int(np.isposinf(x.data).sum()), int(np.isneginf(m).sum())
@@ -45,6 +58,7 @@ def _warn_infinite_max(x, m, axis):
         RuntimeWarning, stacklevel=_caller_level())
 
 
+#> losses
 def log_softmax(x, axis=-1):
     """x - logsumexp(x): log-probabilities that never overflow."""
     return x - logsumexp(x, axis=axis, keepdims=True)
@@ -57,12 +71,14 @@ def softmax(x, axis=-1):
 
 def _check_targets(logits, targets, ignore_index):
     """Targets as an int array of shape (N,), and a mask of those kept."""
+    #> errors
     if not isinstance(logits, Tensor):
         raise TypeError(f"logits must be a Tensor, got {type(logits).__name__}: "
                         "wrap them, Tensor(logits), to get their gradient")
     if isinstance(targets, Tensor):  # its data is float64, never class indices
         raise TypeError("targets must be class indices (integers), got a Tensor, "
                         "whose entries are floats: pass an integer array or a list")
+    #> losses
     if logits.ndim != 2:
         raise ValueError(f"logits must have shape (N, C), got {logits.shape}")
     targets = np.asarray(targets)
@@ -77,6 +93,7 @@ def _check_targets(logits, targets, ignore_index):
     kept = np.ones(n, dtype=bool)
     if ignore_index is not None:
         kept = targets != ignore_index
+    #> errors
     finite = np.isfinite(logits.data)
     if not finite.all():  # a nan here would only come back as a nan loss
         i, j = np.argwhere(~finite)[0]
@@ -84,6 +101,7 @@ def _check_targets(logits, targets, ignore_index):
                          f"{logits.data[i, j]} at row {i}, column {j}: a nan or inf made "
                          "earlier in the forward pass (log or sqrt of a negative number, "
                          "an overflow, a learning rate that is too large) reached the loss")
+    #> losses
     bad = kept & ((targets < 0) | (targets >= c))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -1,3 +1,4 @@
+#> gradcheck
 """Gradient checks: the engine's Jacobians against central differences.
 
 Introduced in chapter `gradcheck` (Gradient checks with finite differences).
@@ -9,6 +10,8 @@ worst entry.
 
 import numpy as np
 
+from .numeric import numerical_jacobian
+
 
 class GradcheckError(RuntimeError):
     """A gradient disagrees with central differences (a RuntimeError)."""
@@ -19,30 +22,30 @@ def _as_inputs(inputs):
 
 
 def numerical_jacobians(f, inputs, eps=1e-6):
-    """One Jacobian per input, (output size) x (input size), by central
-    differences: two forward passes per input entry."""
+    """One Jacobian per input, (output size) x (input size), by central differences
+    (`numerical_jacobian` of chapter `chain-rule`): two forward passes per entry."""
     inputs = _as_inputs(inputs)
     jacobians = []
     for x in inputs:
         original = x.data
-        columns = []
-        for i in range(original.size):
-            x.data = original.copy()
-            x.data.flat[i] += eps
-            f_plus = np.array(f(*inputs).data, dtype=np.float64).ravel()
-            x.data = original.copy()
-            x.data.flat[i] -= eps
-            f_minus = np.array(f(*inputs).data, dtype=np.float64).ravel()
-            columns.append((f_plus - f_minus) / (2 * eps))
+
+        def f_of_x(values):  # f as a function of this input's entries alone
+            x.data = values.reshape(original.shape)
+            return f(*inputs).data
+
+        jacobians.append(numerical_jacobian(f_of_x, original, h=eps) if original.size else None)
         x.data = original
-        jacobians.append(np.stack(columns, axis=1) if columns else None)
     return jacobians
 
 
 def analytic_jacobians(f, inputs):
     """One Jacobian per input; row j from a backward sweep seeded with e_j."""
     inputs = _as_inputs(inputs)
-    saved = [x.grad.copy() for x in inputs]
+    #< gradcheck, replaced in training
+    # saved = [x.grad.copy() for x in inputs]
+    #> training
+    saved = [None if x.grad is None else x.grad.copy() for x in inputs]  # after zero_grad()
+    #> gradcheck
     size = np.size(f(*inputs).data)
     rows = [[] for _ in inputs]
     for j in range(size):

@@ -1,13 +1,14 @@
+#> memory
 """Memory and in-place safety: what backward keeps, when it lets go, and who changed it.
 
 Introduced in chapter `memory` (Saved values, memory and in-place safety).
 
     VersionedArray   the array behind every Tensor's `.data`: it counts its in-place changes
-    write_clock      the time on the clock that stamps every such change
     no_grad()        a context in which operations record nothing (inference)
-    saved_arrays     the arrays a graph's closures keep alive for backward
+    record_versions  what `Tensor._result` notes for a closure: each saved array's version
     check_saved      the test `Tensor.backward` runs first: graph not freed, nothing changed
     release          what `Tensor.backward` does after the sweep unless `retain_graph=True`
+    saved_arrays     the arrays a graph's closures keep alive for backward
     checkpoint       run a segment without keeping its graph; recompute it during backward
 
 What a closure saves is read from the closure itself: Python keeps the
@@ -25,119 +26,86 @@ import numpy as np
 
 
 class VersionedArray(np.ndarray):
-    """A NumPy array whose in-place writes are counted, and timed on the engine's write clock.
+    """A NumPy array that counts its in-place changes: the version of its memory.
 
-    Every write made through the array's own methods and operators
-    (`a[...] = v`, `a += v` and the other augmented assignments, `a.fill(v)`,
-    `a.sort()`, `a.put(i, v)`) adds one to the version of the memory it
-    changed and stamps that memory with the time of the write (`written_at`).
-    A view and its base share their memory, so they share both numbers (a
-    write through `a[1:3]` or `a.T` changes `a`); a copy has its own. Writes
-    made by NumPy functions into an existing array are not seen:
-    `np.multiply(a, 2, out=a)`, `np.add.at(a, i, v)`, `np.copyto(a, v)`,
-    `a.flat[i] = v`. Catching those would need a hook on every NumPy call,
-    which would run in every operation and every closure of the engine
-    (chapter `memory` measures that price).
+    As in PyTorch, the count belongs to the memory, not to one array object: an
+    array and every view of it (`a[1:3]`, `a.T`, `a.reshape(...)`) share it, so a
+    write through a view is a write into `a`; new memory (a copy, the result of an
+    operation) starts at version 0. A write counts when it goes through the array
+    itself: `a[...] = v`, `a += v` and the other augmented assignments (`@=` too),
+    `a.fill(v)`, `a.sort()`, `a.put(i, v)`, `a.partition(k)`. Writes by NumPy functions
+    into an existing array are
+    not seen (`np.multiply(a, 2, out=a)`, `np.add.at(a, i, v)`, `np.copyto(a, v)`,
+    `a.flat[i] = v`): catching them would need a hook on every NumPy call.
     """
 
     __slots__ = ()  # no per-array __dict__: chapter `memory`, "Many small objects"
 
+    @classmethod
+    def of(cls, value):
+        """`value` as a float64 VersionedArray: itself if it is one, else a view (no copy)."""
+        if type(value) is cls:
+            return value
+        return np.asarray(value, dtype=np.float64).view(cls)
+
     @property
     def version(self):
+        """How many times the memory of this array was changed in place."""
         return version_of(self)
 
-    def __array_wrap__(self, result, context=None, return_scalar=False):
-        """What a NumPy function of this array returns: new memory as a plain array.
-
-        A result in new memory belongs to no tensor yet (`Tensor` versions it when
-        it becomes a tensor's data). NumPy's default would wrap every such result in
-        a second, versioned object, in every operation and every closure, and every
-        later call on that object would take NumPy's slower path for subclasses.
-        A view (`np.squeeze(a)`) stays versioned: writes through it are writes into a.
-        """
-        if return_scalar:
-            return result[()]
-        if type(result) is VersionedArray or result.base is None:
-            return result  # an out= array, as `a += b` passes, or new memory
-        return result.view(VersionedArray)
+    def bump(self):
+        """Count one change of this array's memory."""
+        _versions[_key(self)] = version_of(self) + 1
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
 
 
-def memory_of(array):
-    """The array that owns `array`'s memory: the end of its chain of bases.
+# PyTorch keeps a tensor's version in a counter that the tensor shares with its views.
+# A NumPy array has no room for one, and NumPy makes some views of a view point past it,
+# at the array that owns the memory (the end of a view's chain of bases). So the
+# versions live here, keyed by that array, for memory written at least once.
+_versions = {}
 
-    NumPy makes a view's base the array it was taken from, or, for some views
-    (`np.squeeze`, views of views), the array that owns the memory; a tensor's
-    data is itself a view of a plain array. The end of the chain is the same
-    for all of them.
-    """
+
+def memory_of(array):
+    """The array that owns `array`'s memory: the end of its chain of bases."""
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
 
 
-_write_clock = [0]  # how many writes the process has made through versioned arrays
-_writes = {}  # id(memory) -> (version, clock at its last write), for memory written at all
-
-
-def write_clock():
-    """The write clock now: a write made later is stamped with a larger number."""
-    return _write_clock[0]
-
-
 def version_of(array):
-    """How many writes the memory of `array` (any array) has had through versioned arrays."""
-    return _writes.get(id(memory_of(array)), (0, 0))[0]
+    """The version of the memory of `array` (any array): 0 until it is written."""
+    return _versions.get(id(memory_of(array)), 0)
 
 
-def written_at(array):
-    """The clock's time at the last write into the memory of `array`; 0 if never written."""
-    return _writes.get(id(memory_of(array)), (0, 0))[1]
-
-
-def _stamp(array, version):
-    """Record a write into the memory of `array`: its new version, and the time."""
-    memory = memory_of(array)
-    key = id(memory)
-    if key not in _writes:  # forget the entry when the memory goes, before the id is reused
-        weakref.finalize(memory, _writes.pop, key, None)
-    _write_clock[0] += 1
-    _writes[key] = (version, _write_clock[0])
+def _key(array):
+    """The table's key for `array`'s memory; the entry goes when the memory does."""
+    owner = memory_of(array)
+    key = id(owner)
+    if key not in _versions:  # forget it before the id can be reused
+        weakref.finalize(owner, _versions.pop, key, None)
+    return key
 
 
 def _counted(name):
-    """ndarray's method `name`, which also counts and stamps the write."""
+    """ndarray's method `name`, which also counts the write."""
     method = getattr(np.ndarray, name)
 
     def write(self, *args, **kwargs):
         result = method(self, *args, **kwargs)
-        _stamp(self, version_of(self) + 1)
+        self.bump()
         return result
 
     write.__name__ = write.__qualname__ = name
     return write
 
 
-_WRITES = ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
-           "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__", "fill", "sort",
-           "partition", "put", "itemset", "resize", "setfield")
-for _name in _WRITES:
-    if hasattr(np.ndarray, _name):
-        setattr(VersionedArray, _name, _counted(_name))
-
-
-def as_data(value, old=None):
-    """`value` as a Tensor's float64 VersionedArray; a replacement counts as a change of `old`."""
-    array = value if type(value) is VersionedArray else np.asanyarray(value, dtype=np.float64)
-    if type(array) is not VersionedArray:
-        array = array.view(VersionedArray)
-    elif array.dtype != np.float64:
-        array = array.astype(np.float64)
-    if old is not None:  # `x.data = new`: the tensor changed, so its version must move on
-        _stamp(array, max(version_of(array), version_of(old) + 1))
-    return array
+for _name in ("__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+              "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__", "fill", "sort", "put",
+              "partition"):
+    setattr(VersionedArray, _name, _counted(_name))
 
 
 # -- recording or not -----------------------------------------------------------------
@@ -222,6 +190,16 @@ def saved_nbytes(root):
     return sum(array.nbytes for array in saved_arrays(root))
 
 
+def record_versions(backward_fn):
+    """(array, the version of its memory now) for every array the closure saved."""
+    recorded = {}
+    for value in captured(backward_fn):
+        array = _array_of(value)
+        if array is not None:
+            recorded[id(array)] = (array, version_of(array))
+    return tuple(recorded.values())
+
+
 # -- the checks backward runs, and the release after it ------------------------------
 
 
@@ -231,7 +209,7 @@ def is_freed(node):
 
 
 def check_saved(node):
-    """Raise if `node`'s graph was freed, or if what its closure saved was written since."""
+    """Raise if `node`'s graph was freed, or if an array its closure saved changed since."""
     if is_freed(node):
         raise RuntimeError(
             f"backward through a freed graph: the closure of '{node.op}' and the "
@@ -239,26 +217,23 @@ def check_saved(node):
             "memory back. Call backward(retain_graph=True) the first time if you "
             "need a second sweep, or run the forward pass again."
         )
-    if node.recorded_at == write_clock():
-        return  # no write at all since its operation ran: nothing to look at
-    for value in captured(node.backward_fn):
-        array = _array_of(value)
-        if array is not None and written_at(array) > node.recorded_at:
-            what = "an array" if isinstance(value, np.ndarray) else "a tensor"
+    for array, version in node.saved_versions:
+        if version_of(array) != version:
             raise RuntimeError(
-                f"{what} of shape {array.shape} saved by '{node.op}' was changed in "
-                f"place after the forward pass (it is now at version {version_of(array)}, "
-                f"written after '{node.op}' ran): its gradient would belong to no "
-                "forward pass. Run the forward pass again after the change, or "
-                "change a copy instead."
+                f"an array of shape {array.shape} saved by '{node.op}' was changed in place "
+                f"after the forward pass: it was at version {version} when '{node.op}' saved "
+                f"it and is at version {version_of(array)} now, so its gradient would belong to "
+                "no forward pass. Run the forward pass again after the change, or change a "
+                "copy instead."
             )
 
 
 def release(node):
-    """Drop `node`'s closure and parents, so what they kept can be freed."""
+    """Drop `node`'s closure, parents and records, so what they kept can be freed."""
     if node.backward_fn is not None:
         node.backward_fn = None
         node.parents = ()
+        node.saved_versions = ()
 
 
 # -- recomputation --------------------------------------------------------------------

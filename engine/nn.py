@@ -1,3 +1,4 @@
+#> training
 """Modules: layers that own their parameters, and models built from layers.
 
 Introduced in chapter `training` (Modules, parameters and optimizers).
@@ -15,6 +16,14 @@ parameter and an optimizer updates them.
 import numpy as np
 
 from .tensor import Tensor
+
+
+def zero_grad(parameters, set_to_none=True):
+    """Forget the grads: None (PyTorch's default), so the next backward makes them
+    without adding to zeros; or, with set_to_none=False, arrays of zeros. Leaves
+    accumulate, so a training loop calls this before every backward."""
+    for p in parameters:
+        p.grad = None if set_to_none else np.zeros(p.shape)
 
 
 class Parameter(Tensor):
@@ -66,10 +75,8 @@ class Module:
         return [module for _, module in self.named_modules()]
 
     def zero_grad(self, set_to_none=True):
-        """Forget the grads: None (PyTorch's default), so the next backward makes them
-        without adding to zeros; or, with set_to_none=False, arrays of zeros."""
-        for p in self.parameters():
-            p.grad = None if set_to_none else np.zeros(p.shape)
+        """Forget the grads of every parameter (`zero_grad` above)."""
+        zero_grad(self.parameters(), set_to_none)
 
     def train(self, mode=True):
         for module in self.modules():
@@ -83,7 +90,7 @@ class Module:
 
     def state_dict(self):
         """{name: array}: copies of every parameter and buffer, sub-modules' names dotted."""
-        state = {name: p.data.view(np.ndarray).copy() for name, p in self.named_parameters()}
+        state = {name: np.array(p.data) for name, p in self.named_parameters()}
         for module_name, module in self.named_modules():
             for name, array in module.buffers.items():
                 state[module_name + name] = np.array(array)
@@ -103,7 +110,7 @@ class Module:
                     f"load_state_dict: '{name}' has shape {array.shape} in the "
                     f"model and {np.shape(state[name])} in the file")
         for name, p in self.named_parameters():
-            p.data[...] = state[name]  # in place: counted by the version counter
+            p.data[...] = state[name]  # in place: the parameter keeps its array
         for module_name, module in self.named_modules():
             for name in module.buffers:
                 array = state[module_name + name]
@@ -129,9 +136,11 @@ class Linear(Module):
 
     def __init__(self, fan_in, fan_out, rng, bias=True):
         super().__init__()
+        #> errors
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"Linear: rng must be a NumPy Generator, such as "
                             f"np.random.default_rng(0); got {type(rng).__name__}")
+        #> training
         bound = 1.0 / np.sqrt(fan_in)
         self.weight = Parameter(rng.uniform(-bound, bound, size=(fan_in, fan_out)))
         self.bias = None

@@ -1,3 +1,4 @@
+#> chain-rule
 """Central differences: derivatives estimated from values alone.
 
 Introduced in chapter `chain-rule`, where every derivative worked by hand is

@@ -1,3 +1,4 @@
+#> training
 """Optimizers: SGD (with momentum) and Adam, with PyTorch's update rules.
 
 Introduced in chapter `training` (Modules, parameters and optimizers).
@@ -11,9 +12,14 @@ because leaves accumulate across backward sweeps.
 
 import numpy as np
 
+from .nn import zero_grad
+
 
 class Optimizer:
     def __init__(self, params):
+        #< training, replaced in errors
+        # self.params = list(params)
+        #> errors
         name = type(self).__name__
         if callable(params) or hasattr(params, "parameters"):  # the method, or the model
             what = (f"the method {params.__qualname__}, not its result" if callable(params)
@@ -33,6 +39,7 @@ class Optimizer:
             if not hasattr(p, "grad") or not hasattr(p, "data"):
                 raise TypeError(f"{name}: parameter {i} is a {type(p).__name__}, not a tensor")
 
+    #> errors
     def _number(self, name, value):
         """`value` as a float, or a TypeError naming the optimizer and the hyperparameter."""
         if (isinstance(value, (bool, str)) or np.ndim(value) != 0
@@ -40,11 +47,10 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
         return float(value)
 
+    #> training
     def zero_grad(self, set_to_none=True):
-        """Forget the grads: None (PyTorch's default), so the next backward makes them
-        without adding to zeros; or, with set_to_none=False, arrays of zeros."""
-        for p in self.params:
-            p.grad = None if set_to_none else np.zeros(p.shape)
+        """Forget the grads of every parameter (`engine.nn.zero_grad`)."""
+        zero_grad(self.params, set_to_none)
 
 
 class SGD(Optimizer):
@@ -56,11 +62,19 @@ class SGD(Optimizer):
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False):
         super().__init__(params)
+        #< training, replaced in errors
+        # self.lr, self.momentum, self.dampening = float(lr), float(momentum), float(dampening)
+        #> errors
         self.lr, self.momentum = self._number("lr", lr), self._number("momentum", momentum)
         self.dampening = self._number("dampening", dampening)
+        #> training
         if nesterov and (self.momentum <= 0 or self.dampening != 0):
             raise ValueError("Nesterov momentum needs momentum > 0 and dampening = 0")
+        #< training, replaced in errors
+        # self.weight_decay, self.nesterov = float(weight_decay), nesterov
+        #> errors
         self.weight_decay, self.nesterov = self._number("weight_decay", weight_decay), nesterov
+        #> training
         self.buffers = [None] * len(self.params)
 
     def step(self):
@@ -88,9 +102,14 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(params)
+        #< training, replaced in errors
+        # self.lr, self.eps, self.betas = float(lr), float(eps), tuple(float(b) for b in betas)
+        # self.weight_decay = float(weight_decay)
+        #> errors
         self.lr, self.eps = self._number("lr", lr), self._number("eps", eps)
         self.betas = tuple(self._number("betas", b) for b in betas)
         self.weight_decay = self._number("weight_decay", weight_decay)
+        #> training
         self.m = [np.zeros(p.shape) for p in self.params]
         self.v = [np.zeros(p.shape) for p in self.params]
         self.steps = [0] * len(self.params)  # per parameter, as in PyTorch

@@ -1,3 +1,4 @@
+#> scalar-engine
 """Var: one number that remembers how it was made.
 
 Introduced in chapter `scalar-engine` (Computational graphs and reverse

@@ -1,9 +1,10 @@
+#> shapes
 """Shape machinery: broadcasting forward, and its VJP backward.
 
 Introduced in chapter `shapes` (Matrix products, reductions and broadcasting).
 `broadcast_shape` is the forward rule every binary operation checks;
 `unbroadcast` is its vector-Jacobian product, applied once, in
-`Tensor.backward`, to every parent's contribution.
+`Tensor._run_closure`, to every parent's contribution.
 """
 
 import numpy as np

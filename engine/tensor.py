@@ -1,3 +1,4 @@
+#> tensors
 """Tensor: a NumPy array that remembers how it was made.
 
 Introduced in chapter `tensors` (From scalars to tensors). Each operation
@@ -6,26 +7,34 @@ maps the result's adjoint to one vector-Jacobian product per parent; the
 backward sweep adds those products into the parents' grads.
 """
 
+#> errors
 import os
 import sys
 import warnings
 
+#> tensors
 import numpy as np
 
-from .memory import (as_data, check_saved, collector_paused, is_grad_enabled, release,
-                     write_clock)
+#> shapes
 from .shapes import broadcast_shape, unbroadcast
+#> memory
+from .memory import (VersionedArray, check_saved, collector_paused, is_grad_enabled,
+                     record_versions, release)
 
 
+#> tensors
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
 
-    # Named slots instead of a per-object __dict__: one object fewer per node for
-    # Python's cycle collector to walk (chapter `memory`, "Many small objects").
+    #> memory
+    # Named slots instead of a per-object __dict__: fewer bytes per node (chapter
+    # `memory`, "Many small objects").
     __slots__ = ("_data", "grad", "requires_grad", "parents", "op", "backward_fn",
-                 "recorded_at", "__weakref__")
+                 "saved_versions", "__weakref__")
 
+    #> tensors
     def __init__(self, data, requires_grad=True, copy=True):
+        #> errors
         if not isinstance(requires_grad, (bool, np.bool_)):
             hint = ""
             if isinstance(data, int) and isinstance(requires_grad, int):  # Tensor(2, 3)
@@ -34,57 +43,96 @@ class Tensor:
                         f"Tensor(np.zeros(({data}, {requires_grad})))")
             raise TypeError(f"Tensor: requires_grad must be True or False, got "
                             f"{requires_grad!r}{hint}")
+        #> tensors
         # a copy, as torch.tensor makes; an operation's result is wrapped without one
-        self._data = as_data(float64_array(data, requires_grad, copy))  # see `data` below
-        self.grad = np.zeros(self._data.shape)  # a leaf's starts at 0; a result's: see backward
+        #< tensors, replaced in errors
+        # self.data = np.array(data, dtype=np.float64, copy=True if copy else None)
+        #> errors
+        self.data = float64_array(data, requires_grad, copy)
+        #> tensors
+        self.grad = np.zeros(self.data.shape)  # a leaf's grad starts at 0
         self.requires_grad = requires_grad
         self.parents = ()        # the tensors this one was computed from
         self.op = ""             # the operation that made it; "" for a leaf
         self.backward_fn = None  # backward_fn(y_bar) returns one VJP per parent
-        self.recorded_at = 0     # the write clock when its operation ran: chapter `memory`
+        #> memory
+        self.saved_versions = ()  # (array, version) for each array its closure saved
 
+    #> memory
     @property
     def data(self):
-        """The values: a VersionedArray, which counts in-place changes (chapter `memory`)."""
+        """The values: a VersionedArray, which counts its in-place changes (chapter `memory`)."""
         return self._data
 
     @data.setter
     def data(self, value):
-        if value is self._data:
+        old = getattr(self, "_data", None)
+        if value is old:
             return  # `x.data += 1` changed the array in place, and the array counted it
-        self._data = as_data(value, old=self._data)
+        self._data = VersionedArray.of(value)
+        if old is not None:  # a tensor given new values has changed: its old array says so
+            old.bump()
 
+    #> tensors
     @property
     def shape(self):
-        return self._data.shape
+        return self.data.shape
 
     def __repr__(self):
         return f"Tensor({np.array2string(self.data, separator=', ')})"
 
     # -- recording -----------------------------------------------------------
 
+    #< tensors, replaced in speed
+    # def _result(self, data, parents, op, backward_fn):
+    #     """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
+    #     out = Tensor(data, requires_grad=False, copy=False)
+    #< tensors, replaced in memory
+    #     if any(parent.requires_grad for parent in parents):
+    #< memory, replaced in speed
+    #     if is_grad_enabled() and any(parent.requires_grad for parent in parents):
+    #< tensors, replaced in speed
+    #         out.requires_grad = True
+    #         out.parents = parents
+    #         out.op = op
+    #         out.backward_fn = backward_fn
+    #< memory, replaced in speed
+    #         out.saved_versions = record_versions(backward_fn)  # checked by backward
+    #< tensors, replaced in speed
+    #     return out
+    #> speed
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
         out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks, no zero grad
-        out._data = as_data(data)  # the fresh array the operation computed
+        out._data = VersionedArray.of(data)  # the fresh array the operation computed
         out.grad = None  # made by backward, from the first VJP that reaches it
         if is_grad_enabled() and _needs_grad(parents):
             out.requires_grad = True
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
-            out.recorded_at = write_clock()  # later writes into what it saved: an error
+            out.saved_versions = record_versions(backward_fn)  # checked by backward
         else:  # a constant: nothing to differentiate, nothing kept
             out.requires_grad, out.parents, out.op = False, (), ""
-            out.backward_fn, out.recorded_at = None, 0
+            out.backward_fn, out.saved_versions = None, ()
         return out
 
+    #> tensors
     def _pair(self, other, op):
-        """Make `other` a Tensor; check that NumPy can broadcast the shapes."""
+        """Make `other` a Tensor: a number or an array becomes a constant, not a node."""
         if not isinstance(other, Tensor):
-            # a number or an array becomes a constant, not a node
+            #< tensors, replaced in shapes
+            # if np.ndim(other) == 0:  # a number: a constant of this tensor's shape
+            #     other = np.full(self.shape, other)
+            # other = Tensor(other, requires_grad=False)
+            #> shapes
             other = Tensor(other, requires_grad=False)
-        broadcast_shape(self.shape, other.shape, op)  # or a ValueError
+        #< tensors, replaced in shapes
+        # if other.shape != self.shape:  # chapter `shapes` lets them differ: broadcasting
+        #     raise ValueError(f"{op}: shapes {self.shape} and {other.shape} differ")
+        #> shapes
+        broadcast_shape(self.shape, other.shape, op)  # or a ValueError naming both
+        #> tensors
         return other
 
     # -- binary operations ---------------------------------------------------
@@ -125,6 +173,7 @@ class Tensor:
     def __rmul__(self, other):
         return self * other
 
+    #> shapes
     def __truediv__(self, other):
         other = self._pair(other, "/")
 
@@ -132,7 +181,11 @@ class Tensor:
             return (y_bar / other.data if self.requires_grad else None,
                     -y_bar * self.data / other.data**2 if other.requires_grad else None)
 
+        #< shapes, replaced in errors
+        # y = self.data / other.data
+        #> errors
         y = checked(np.divide, self.data, other.data, op="/")
+        #> shapes
         return self._result(y, (self, other), "/", backward_fn)
 
     def __rtruediv__(self, other):
@@ -176,12 +229,14 @@ class Tensor:
     # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
     __array_ufunc__ = None
 
+    #> errors
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions (np.sum, np.mean, ...) would see no graph: say what to call instead."""
         name = func.__name__
         raise TypeError(f"np.{name} does not take a Tensor: NumPy would see no graph. Use the "
                         "Tensor's own methods and operators, or pass x.data for a constant")
 
+    #> tensors
     # -- unary operations ----------------------------------------------------
 
     def __neg__(self):
@@ -191,8 +246,10 @@ class Tensor:
         return self._result(-self.data, (self,), "neg", backward_fn)
 
     def __pow__(self, exponent):
+        #> shapes
         if isinstance(exponent, Tensor) or np.ndim(exponent) > 0:
             return self._pow_tensor(exponent)
+        #> tensors
         p = float(exponent)  # a number: the exponent needs no gradient
 
         def backward_fn(y_bar):
@@ -200,13 +257,22 @@ class Tensor:
                 return (np.zeros(self.shape),)
             return (p * self.data ** (p - 1) * y_bar,)
 
+        #< tensors, replaced in errors
+        # y = self.data ** p
+        #> errors
         y = checked(np.power, self.data, p, op=f"**{p:g}")
+        #> tensors
         return self._result(y, (self,), f"**{p:g}", backward_fn)
 
+    #> shapes
     def _pow_tensor(self, exponent):
         """x ** p with p a tensor or an array: p gets the gradient y ln x too."""
         p = self._pair(exponent, "**")
+        #< shapes, replaced in errors
+        # y = self.data ** p.data
+        #> errors
         y = checked(np.power, self.data, p.data, op="**")
+        #> shapes
 
         def backward_fn(y_bar):
             x, q = self.data, p.data
@@ -224,8 +290,13 @@ class Tensor:
     def __rpow__(self, base):
         return self._pair(base, "**") ** self  # 2 ** x: the number becomes the base
 
+    #> tensors
     def exp(self):
+        #< tensors, replaced in errors
+        # y = np.exp(self.data)
+        #> errors
         y = checked(np.exp, self.data, op="exp")
+        #> tensors
 
         def backward_fn(y_bar):
             return (y * y_bar,)  # exp' = exp: reuse the output
@@ -236,8 +307,12 @@ class Tensor:
         def backward_fn(y_bar):
             return (y_bar / self.data,)
 
+        #< tensors, replaced in errors
+        # return self._result(np.log(self.data), (self,), "log", backward_fn)
+        #> errors
         return self._result(checked(np.log, self.data, op="log"), (self,), "log", backward_fn)
 
+    #> tensors
     def sin(self):
         def backward_fn(y_bar):
             return (np.cos(self.data) * y_bar,)
@@ -267,8 +342,13 @@ class Tensor:
 
         return self._result(np.maximum(self.data, 0.0), (self,), "relu", backward_fn)
 
+    #> shapes
     def sqrt(self):
+        #< shapes, replaced in errors
+        # y = np.sqrt(self.data)
+        #> errors
         y = checked(np.sqrt, self.data, op="sqrt")
+        #> shapes
 
         def backward_fn(y_bar):
             return (y_bar / (2.0 * y),)  # sqrt' = 1 / (2 sqrt): reuse the output
@@ -302,10 +382,12 @@ class Tensor:
 
     def max(self, axis=None, keepdims=False):
         axes = _axes(axis, self.shape, "max")
+        #> errors
         if 0 in [self.shape[i] for i in axes]:
             over = "all its axes" if axis is None else f"axis {axis}"
             raise ValueError(f"max: no entries to take the maximum of, over {over} of a "
                              f"tensor of shape {self.shape}")
+        #> shapes
         y = self.data.max(axis=axes, keepdims=True)
 
         def backward_fn(y_bar):
@@ -327,18 +409,24 @@ class Tensor:
         if len(shape) == 1 and not isinstance(shape[0], int):
             shape = shape[0]  # reshape((2, 3)) as well as reshape(2, 3)
         shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        #> errors
         if not all(isinstance(n, (int, np.integer)) for n in shape):
             raise TypeError(f"reshape: lengths must be integers, got {shape}")
+        #> shapes
         old_shape = self.shape
 
         def backward_fn(y_bar):
             return (y_bar.reshape(old_shape),)
 
+        #< shapes, replaced in errors
+        # y = self.data.reshape(shape)
+        #> errors
         try:
             y = self.data.reshape(shape)
         except ValueError:
             raise ValueError(f"reshape: a tensor of shape {old_shape} has {self.data.size} "
                              f"entries, which do not fill the shape {shape}") from None
+        #> shapes
         return self._result(y, (self,), "reshape", backward_fn)
 
     def transpose(self, *axes):
@@ -375,10 +463,12 @@ class Tensor:
 
     def __getitem__(self, index):
         parts = index if isinstance(index, tuple) else (index,)
+        #> errors
         if any(isinstance(part, Tensor) for part in parts):
             raise TypeError("index: a Tensor holds floats, so it cannot tell positions from a "
                             "mask: index with a NumPy array, of integers (positions) or of "
                             "booleans (a mask), such as x[idx.data.astype(int)]")
+        #> shapes
         ints = [isinstance(p, (int, np.integer)) for p in parts]
         if any(ints) and not all(ints) and any(_is_array_index(p) for p in parts):
             # PyTorch applies the ints first, x[0, :, [1, 3]] = x[0][:, [1, 3]];
@@ -387,10 +477,14 @@ class Tensor:
                           if p is not None)
             return self[first][tuple(p for p, is_int in zip(parts, ints) if not is_int)]
         shape = self.shape
+        #< shapes, replaced in errors
+        # y = self.data[index]
+        #> errors
         try:
             y = self.data[index]
         except IndexError as error:
             raise IndexError(f"{error}, indexing a tensor of shape {shape}") from None
+        #> shapes
 
         def backward_fn(y_bar):
             x_bar = np.zeros(shape)
@@ -399,6 +493,7 @@ class Tensor:
 
         return self._result(y, (self,), "index", backward_fn)
 
+    #> tensors
     # -- the backward sweep --------------------------------------------------
 
     def topo_order(self):
@@ -415,78 +510,132 @@ class Tensor:
                 order.append(stack.pop())
         return order
 
+    #< tensors, replaced in memory
+    # def backward(self, gradient=None):
+    #     """Seed this tensor's grad (ones by default) and run every closure in reverse order."""
+    #> memory
     def backward(self, gradient=None, retain_graph=False):
         """Seed this tensor's grad (ones by default) and run every closure in reverse order.
 
         Then free the graph (closures and saved values) unless `retain_graph`.
         """
+        #> errors
         if not self.requires_grad:
             raise RuntimeError(
                 "backward: this tensor does not require a gradient: none of the tensors "
                 "it was computed from has requires_grad=True, or it was computed inside "
                 "no_grad()"
             )
-        gradient = self._seed(gradient)
         trouble = FloatingPointTrouble()  # nan or inf made by a closure: warned about after
+        #> tensors
+        order = self.topo_order()
+        for node in order:
+            #> memory
+            check_saved(node)  # raises if the graph was freed or a saved value changed
+            #> tensors
+            if node.parents:  # results start again; leaves keep accumulating
+                #< tensors, replaced in speed
+                # node.grad = np.zeros(node.shape)
+                #> speed
+                node.grad = None  # made from the first VJP that reaches it
+        #< tensors, replaced in errors
+        # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
+        #> errors
+        self._add_grad(self._seed(gradient))
+        #< tensors, replaced in memory
+        # for node in reversed(order):
+        #     node._run_closure()
+        #> memory
+        #< memory, replaced in errors
+        # with collector_paused():  # a graph has no cycles: see "Many small objects"
+        #> errors
         with collector_paused(), trouble.watch():  # no cycles: see chapter `memory`
-            order = self.topo_order()
-            for node in order:
-                check_saved(node)  # raises if the graph was freed or a saved value changed
-                if node.parents:  # results start empty; leaves keep accumulating
-                    node.grad = None
-            self._add_grad(gradient)
+            #> memory
             for node in reversed(order):
-                if node.backward_fn is None:
-                    continue  # a leaf: its grad is the answer
+                #> errors
                 trouble.op = node.op
-                parent_bars = node.backward_fn(node.grad)
-                for parent, parent_bar in zip(node.parents, parent_bars):
-                    if parent.requires_grad:  # constants get no grad
-                        parent._add_grad(unbroadcast(parent_bar, parent.shape), node.grad)
-            if not retain_graph:
-                for node in order:
-                    release(node)  # drop closures and parents: saved arrays can be freed
+                #> memory
+                node._run_closure()
+        #> memory
+        if not retain_graph:
+            for node in order:
+                release(node)  # drop closures and parents: saved arrays can be freed
+        #> errors
         trouble.warn()
 
+    #> tensors
+    def _run_closure(self):
+        """Add the VJPs of this node's closure into its parents' grads."""
+        if self.backward_fn is None:
+            return  # a leaf: its grad is the answer
+        for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+            if parent.requires_grad:  # constants get no grad
+                #< tensors, replaced in shapes
+                # parent._add_grad(vjp)
+                #< shapes, replaced in speed
+                # parent._add_grad(unbroadcast(vjp, parent.shape))
+                #> speed
+                parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
+
+    #> errors
     def _seed(self, gradient):
         """The seed of backward: ones of this tensor's shape, or `gradient`, checked."""
         if gradient is None:
             return np.ones(self.shape)
-        gradient = float64_array(gradient, requires_grad=False, copy=True, what="backward: the seed")
+        gradient = float64_array(gradient, requires_grad=False, copy=True,
+                                 what="backward: the seed")
         if gradient.shape != self.shape:
             raise ValueError(
                 f"backward: seed of shape {gradient.shape} for a tensor of shape {self.shape}"
             )
         return gradient
 
+    #< tensors, replaced in speed
+    # def _add_grad(self, vjp):
+    #> speed
     def _add_grad(self, vjp, y_bar=None):
-        """Add one VJP into this tensor's grad (`y_bar`: the grad of the node it came from).
-
-        A result adopts its first VJP without a copy, so that array may be shared:
-        `+` returns `y_bar` to both parents. A result therefore never writes into its
-        grad; a second VJP makes a new array. A leaf adds into its grad in place, as
-        PyTorch does, so a leaf's grad must be its own array: after `zero_grad()` it is
-        None, and the first VJP is adopted only if the closure made it for this parent
-        (a new, writable array, not `y_bar` or a view of it); otherwise it is copied.
-        """
-        if self.grad is None:
-            if self.parents:
-                self.grad = vjp
-            elif (isinstance(vjp, np.ndarray) and vjp.flags.writeable
-                  and not np.may_share_memory(vjp, y_bar)):
-                self.grad = vjp.view(np.ndarray)  # PyTorch's AccumulateGrad "steals" it too
-            else:
-                self.grad = np.array(vjp, dtype=np.float64)
-        elif self.parents:
+        #> tensors
+        """Add one VJP into this tensor's grad."""
+        #> training
+        if self.grad is None:  # after zero_grad(): the first VJP becomes the grad
+            #< training, replaced in speed
+            # self.grad = np.array(vjp, dtype=np.float64)  # a copy: the leaf's own
+            # return
+            #> speed
+            self._adopt(vjp, y_bar)
+            return
+        #> speed
+        if self.parents:  # a result never writes into its grad, which may be shared
             self.grad = self.grad + vjp
-        else:
-            self.grad += vjp
+            return
+        #> tensors
+        self.grad += vjp  # in place: a leaf accumulates, as in PyTorch
 
+    #> speed
+    def _adopt(self, vjp, y_bar):
+        """The first VJP into an empty grad becomes the grad, without a copy when it can.
+
+        A result adopts it as it is: `+` returns `y_bar` to both parents, so that
+        array may be shared, and a result never writes into its grad. A leaf adds
+        into its grad in place, so it keeps the array only if the closure made it
+        for this leaf alone (a new, writable array, not `y_bar` or a view of it),
+        as PyTorch's AccumulateGrad "steals" it; otherwise it copies.
+        """
+        if self.parents:
+            self.grad = vjp
+        elif (isinstance(vjp, np.ndarray) and vjp.flags.writeable
+              and not np.may_share_memory(vjp, y_bar)):
+            self.grad = vjp.view(np.ndarray)
+        else:
+            self.grad = np.array(vjp, dtype=np.float64)
+
+    #> memory
     def detach(self):
         """The same data (shared, with its version counter) as a leaf that needs no grad."""
         return Tensor(self.data, requires_grad=False, copy=False)
 
 
+#> speed
 def _needs_grad(parents):
     """Whether any parent requires a gradient; a plain loop, as it runs in every operation
     and any() over a generator costs five times as much."""
@@ -496,6 +645,7 @@ def _needs_grad(parents):
     return False
 
 
+#> shapes
 def _axes(axis, shape, op):
     """`axis` (None, an int or a tuple; negatives allowed) as sorted axes of `shape`."""
     ndim = len(shape)
@@ -508,6 +658,12 @@ def _axes(axis, shape, op):
                          f"is an int from {-ndim} to {ndim - 1}, each axis at most once") from None
 
 
+def _is_array_index(part):
+    """An index part that NumPy reads as advanced indexing: a list or an array."""
+    return isinstance(part, (list, np.ndarray))
+
+
+#> errors
 def float64_array(data, requires_grad=True, copy=True, what="Tensor: the data"):
     """`data` as a float64 array, or an error that says what is wrong with it.
 
@@ -607,9 +763,3 @@ def checked(ufunc, *arrays, op):
             RuntimeWarning, stacklevel=_caller_level(),
         )
         return y
-
-
-def _is_array_index(part):
-    """An index part that NumPy reads as advanced indexing: a list or an array."""
-    return isinstance(part, (list, np.ndarray))
-

@@ -1,4 +1,16 @@
-"""Shared pytest options. (Browser fixtures live in tests/browser/conftest.py.)"""
+"""Shared pytest options and the chapter marker. (Browser fixtures: tests/browser/conftest.py.)
+
+An engine test says which chapter's engine it needs: `pytestmark =
+pytest.mark.chapter("tensors")` for a module, `@pytest.mark.chapter("errors")` for one
+test. The whole suite runs on the installed package (the engine as of the last
+chapter), as always; tests/test_snapshots.py also runs every marked test on the
+snapshot of its own chapter (`--engine-chapter tensors`, with the snapshot first on
+PYTHONPATH), where only the tests marked for that chapter are kept. A test marked
+`chapter("tensors", only=True)` checks something the later engine no longer does
+(two shapes that raise before broadcasting exists), so it runs on its snapshot only.
+"""
+
+import pytest
 
 
 def pytest_addoption(parser):
@@ -9,3 +21,32 @@ def pytest_addoption(parser):
         help="chapter verifier: rewrite each differing or missing `expect:` block in place "
         "with what the cell printed (only those lines change), then re-check",
     )
+    parser.addoption(
+        "--engine-chapter",
+        default=None,
+        help="keep only the tests marked chapter(NAME): the snapshot of that chapter is the "
+        "`engine` on PYTHONPATH (tests/test_snapshots.py runs this)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "chapter(name, only=False): the engine of chapter `name` is what this "
+        "test needs (tests/conftest.py)")
+
+
+def chapter_of(item):
+    marker = item.get_closest_marker("chapter")
+    return (marker.args[0], marker.kwargs.get("only", False)) if marker else (None, False)
+
+
+def pytest_collection_modifyitems(config, items):
+    wanted = config.getoption("--engine-chapter")
+    kept, dropped = [], []
+    for item in items:
+        chapter, only = chapter_of(item)
+        keep = chapter == wanted if wanted else not only
+        (kept if keep else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept

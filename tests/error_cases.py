@@ -478,11 +478,11 @@ CASES = [
             loss = x.sin().sum()
             x.data += 1.0
             loss.backward()""",
-        raises=(RuntimeError, "a tensor of shape (2,) saved by 'sin' was changed in place after "
-                              "the forward pass (it is now at version 1, written after 'sin' "
-                              "ran): its "
-                              "gradient would belong to no forward pass. Run the forward pass "
-                              "again after the change, or change a copy instead."),
+        raises=(RuntimeError, "an array of shape (2,) saved by 'sin' was changed in place "
+                              "after the forward pass: it was at version 0 when 'sin' saved it "
+                              "and is at version 1 now, so its gradient would belong to no "
+                              "forward pass. Run the forward pass again after the change, or "
+                              "change a copy instead."),
         advice="Change parameters after `backward`, as an optimizer's `step()` does, or "
                "change a copy (chapter {doc}`memory`).",
     ),

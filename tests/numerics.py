@@ -73,16 +73,16 @@ class Environment:
 
 X86_64 = [
     Environment("machine", "this machine as it is: its own OpenBLAS kernels and SIMD level"),
+    Environment("perturbed", "another libm or BLAS: every engine result 1-2 ulps off",
+                threads=1, perturb_seed=1),
     Environment("avx2-haswell", "an AVX2 laptop or desktop (Intel without AVX-512, AMD Zen)",
                 coretype="Haswell", simd_off=tuple(AVX512_GROUPS), threads=1,
                 needs=("AVX2", "FMA3")),
+    Environment("sse-prescott", "the oldest x86-64 kernels, NumPy's SSE baseline",
+                coretype="Prescott", simd_off=tuple(AVX512_GROUPS + AVX2_GROUPS), threads=1),
     Environment("sse-sandybridge", "an older CPU: AVX kernels, NumPy's SSE baseline, 2 threads",
                 coretype="Sandybridge", simd_off=tuple(AVX512_GROUPS + AVX2_GROUPS), threads=2,
                 needs=("AVX",)),
-    Environment("sse-prescott", "the oldest x86-64 kernels, NumPy's SSE baseline",
-                coretype="Prescott", simd_off=tuple(AVX512_GROUPS + AVX2_GROUPS), threads=1),
-    Environment("perturbed", "another libm or BLAS: every engine result 1-2 ulps off",
-                threads=1, perturb_seed=1),
 ]
 
 AARCH64 = [

@@ -151,27 +151,25 @@ def _patch_methods(cls, nudger, fields):
         setattr(cls, name, wrapper)
 
 
+def _engine_class(module, name):
+    """`engine.<module>.<name>`, or None when this snapshot of the engine has no such module."""
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(f"engine.{module}"), name)
+    except ImportError:
+        return None
+
+
 def install(seed):
     """Patch every engine type that this snapshot of the engine has; return the nudger."""
     nudger = Nudger(seed)
-    try:
-        from engine.tensor import Tensor
-    except ImportError:
-        Tensor = None
-    if Tensor is not None:
-        _patch_result(Tensor, nudger)
-        _patch_grad(Tensor, nudger)
-    try:
-        from engine.scalar import Var
-    except ImportError:
-        Var = None
-    if Var is not None:
-        _patch_result(Var, nudger)
-        _patch_grad(Var, nudger)
-    try:
-        from engine.dual import Dual
-    except ImportError:
-        Dual = None
-    if Dual is not None:
-        _patch_methods(Dual, nudger, ("value", "tangent"))
+    for module, name in (("tensor", "Tensor"), ("scalar", "Var")):
+        cls = _engine_class(module, name)
+        if cls is not None:
+            _patch_result(cls, nudger)
+            _patch_grad(cls, nudger)
+    dual = _engine_class("dual", "Dual")
+    if dual is not None:
+        _patch_methods(dual, nudger, ("value", "tangent"))
     return nudger

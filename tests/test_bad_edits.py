@@ -5,9 +5,10 @@ built ONCE for the module with the README's flags (`-W -n --keep-going`), so eve
 problem is listed in the same log:
 
 1. `syntax`: a cell with a syntax error;
-2. `forever`: a cell that never ends (`while True: pass`, `timeout: 1`; the build's
-   limit is `execute: timeout: 3` of the throwaway _config.yml, as the build applies
-   `execute: timeout` to every cell and only the verifier reads a cell's `timeout:`);
+2. `forever`: a cell that never ends (`while True: pass`, `timeout: 1`, below the
+   `execute: timeout: 3` of the throwaway _config.yml: the build and the verifier run
+   cells with one executor, book/_ext/engine_cache.py, which applies a cell's own
+   `timeout:`);
 3. `badyaml`: an `expect:` whose quote is never closed, in the cell's YAML options;
 4. `orphan`: a page in book/ that `_toc.yml` does not list;
 5. `badref`: a `{ref}` and a `{numref}` to labels nobody defines.
@@ -172,7 +173,7 @@ def test_build_names_the_cell_with_a_syntax_error(book, build_log):
 @pytest.mark.slow
 def test_build_names_the_cell_that_never_ends(book, build_log):
     line = fence_of(book / "book" / "forever.md", "# never-ends")
-    expected = warning(book, "forever", line, "cell timed out after 3 s")
+    expected = warning(book, "forever", line, "cell timed out after 1 s")
     assert expected in build_log[1], build_log[1][-3000:]
 
 

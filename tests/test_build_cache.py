@@ -1,11 +1,14 @@
-"""The execution cache never hides a change of the engine (book/_ext/engine_cache.py).
+"""The execution cache never hides a change of the engine, and runs no more than it must
+(book/_ext/engine_cache.py).
 
-jupyter-cache keys a notebook on its own cells only. A throwaway book whose one
-chapter prints a value from a throwaway copy of `engine/` is built, the engine is
-edited, the book is built again: the page must show the new value. Undoing the
-edit must find the first execution again instead of running the chapter.
+A throwaway book of two chapters, `first` and `second`, with an engine of its own whose
+lines are marked for one or the other. Each chapter prints what its snapshot has. An
+edit of a line of `second` must run `second` again and leave `first` cached; an edit of
+a line of `first` runs both; undoing an edit runs what it changed once more and shows
+the old values again.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -24,20 +27,26 @@ only_build_toc_files: true
 exclude_patterns: [_build, engine]
 execute:
   execute_notebooks: cache
-  cache: _build/.jupyter_cache
 sphinx:
   local_extensions:
     engine_cache: book/_ext
 """
 
-CHAPTER = FRONT + """\
-# Probe
+TOC = "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/first\n  - file: book/second\n"
 
-```{code-cell} ipython3
-import sys
-sys.path.insert(0, "..")  # the throwaway engine, not the installed one
-from engine import probe
-print("probe value", probe.VALUE)
+ENGINE = """\
+#> first
+VALUE = {first}
+#> second
+OTHER = {second}
+"""
+
+CHAPTER = FRONT + """\
+# {name}
+
+```{{code-cell}} ipython3
+import engine  # in chapter {name}: jupyter-cache keys a notebook on its code, so make it its own
+print("value", engine.VALUE, "other", getattr(engine, "OTHER", None))
 ```
 """
 
@@ -47,33 +56,47 @@ def build(book):
         [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "-v"],
         capture_output=True, text=True, timeout=300,
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    html = (book / "_build" / "html" / "book" / "probe.html").read_text()
-    return html, result.stdout
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-3000:]
+    pages = {name: (book / "_build" / "html" / "book" / f"{name}.html").read_text()
+             for name in ("first", "second")}
+    ran = set(re.findall(r"engine_cache: ran book/(\w+) on ", log))
+    return pages, ran
+
+
+def engine(book, first, second):
+    (book / "engine" / "__init__.py").write_text(ENGINE.format(first=first, second=second))
 
 
 @pytest.mark.slow
-def test_editing_the_engine_reexecutes_and_undoing_it_reuses_the_cache(tmp_path):
+def test_an_engine_edit_runs_its_chapter_and_the_later_ones_only(tmp_path):
     book = tmp_path / "book-root"
-    (book / "book" / "_ext").mkdir(parents=True)
-    shutil.copy(ROOT / "book" / "_ext" / "engine_cache.py", book / "book" / "_ext")
+    (book / "book").mkdir(parents=True)
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     (book / "engine").mkdir()
-    (book / "engine" / "__init__.py").write_text("")
-    probe = book / "engine" / "probe.py"
-    probe.write_text("VALUE = 1\n")
     (book / "_config.yml").write_text(CONFIG)
-    (book / "_toc.yml").write_text("format: jb-book\nroot: book/probe\n")
-    (book / "book" / "probe.md").write_text(CHAPTER)
+    (book / "_toc.yml").write_text(TOC)
+    (book / "book" / "intro.md").write_text("# Probe\n")
+    for name in ("first", "second"):
+        (book / "book" / f"{name}.md").write_text(CHAPTER.format(name=name))
 
-    html, log = build(book)
-    assert "probe value 1" in html
+    engine(book, 1, 10)
+    pages, ran = build(book)
+    assert ran == {"first", "second"}
+    assert "value 1 other None" in pages["first"]  # `first` runs on its own snapshot
+    assert "value 1 other 10" in pages["second"]
 
-    probe.write_text("VALUE = 2\n")  # only the engine changes, not the chapter
-    html, log = build(book)
-    assert "probe value 2" in html, "the page kept an output of the old engine"
-    assert "Executing notebook" in log
+    engine(book, 1, 20)  # a line of `second`
+    pages, ran = build(book)
+    assert ran == {"second"}, "an edit of a later chapter's line ran an earlier chapter"
+    assert "value 1 other 20" in pages["second"] and "value 1 other None" in pages["first"]
 
-    probe.write_text("VALUE = 1\n")
-    html, log = build(book)
-    assert "probe value 1" in html
-    assert "Using cached notebook" in log and "Executing notebook" not in log
+    engine(book, 2, 20)  # a line of `first`: both snapshots change
+    pages, ran = build(book)
+    assert ran == {"first", "second"}
+    assert "value 2 other None" in pages["first"] and "value 2 other 20" in pages["second"]
+
+    pages, ran = build(book)  # nothing changed: nothing runs
+    assert ran == set()
+    assert "value 2 other 20" in pages["second"]

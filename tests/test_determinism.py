@@ -105,7 +105,7 @@ def test_the_verifier_joins_a_cells_streams_into_one_output(tmp_path):
     path.write_text(FRONT + "\n# Chatty\n\n```{code-cell} ipython3\n" + CHATTY[0].source
                     + "\n```\n")
     chapter = ex.read_chapter(path, ROOT)
-    executed, _, failures, _, _ = verifier.execute(chapter, ROOT)
+    executed, _, failures, _ = verifier.execute(chapter, ROOT, tmp_path)
     assert not failures
     [cell] = [c for c in executed.cells if c.cell_type == "code"]
     assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]

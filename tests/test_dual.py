@@ -9,6 +9,8 @@ from hypothesis import given, settings, strategies as st
 from engine import Dual, numerical_grad
 from test_scalar import BINARY, UNARY, close
 
+pytestmark = pytest.mark.chapter("forward-mode")
+
 
 @pytest.mark.parametrize("name, fn, domain", UNARY, ids=[u[0] for u in UNARY])
 def test_unary_tangent(name, fn, domain):

@@ -22,6 +22,8 @@ import pytest
 import error_cases as E
 from engine import Tensor
 
+pytestmark = pytest.mark.chapter("errors")
+
 CASES = E.CASES
 
 

@@ -10,6 +10,8 @@ from hypothesis.extra.numpy import array_shapes
 from engine import Tensor, gradcheck
 from engine.functional import cross_entropy, log_softmax, logsumexp, nll_loss, softmax
 
+pytestmark = pytest.mark.chapter("losses")
+
 FAST = settings(max_examples=20, deadline=None)
 
 

@@ -8,6 +8,8 @@ from hypothesis.extra.numpy import array_shapes
 from engine import GradcheckError, Tensor, gradcheck
 from engine.gradcheck import analytic_jacobians, numerical_jacobians
 
+pytestmark = pytest.mark.chapter("gradcheck")
+
 
 def test_defaults_are_torchs():
     defaults = gradcheck.__defaults__
@@ -67,3 +69,14 @@ def test_relu_fails_at_its_kink_and_passes_away_from_it():
 
 def test_a_single_tensor_may_be_passed_without_a_list():
     assert gradcheck(lambda x: x.exp(), Tensor([0.1, 0.2]))
+
+
+@pytest.mark.chapter("training")  # zero_grad() leaves grads at None
+def test_gradcheck_after_zero_grad_keeps_the_grads_as_it_found_them():
+    from engine.nn import Linear
+
+    layer = Linear(2, 2, np.random.default_rng(0))
+    layer.zero_grad()
+    x = Tensor(np.ones((3, 2)), requires_grad=False)
+    assert gradcheck(lambda w, b: (x @ w + b).tanh(), [layer.weight, layer.bias])
+    assert layer.weight.grad is None and layer.bias.grad is None

@@ -7,6 +7,8 @@ from engine import Tensor
 from engine.functional import cross_entropy
 from engine.nn import MLP, Linear, Module, Parameter, ReLU, Sequential, Standardize, Tanh
 
+pytestmark = pytest.mark.chapter("training")
+
 
 def test_parameters_are_found_recursively_in_a_stable_order():
     model = Sequential(Standardize([0.0, 0.0], [1.0, 1.0]),

@@ -2,12 +2,12 @@
 
 From the BUILT site (the README's build command) this takes the archive linked from
 the intro (`downloads/autodiff-book.zip`) and every chapter's "Download .ipynb",
-makes a fresh virtual environment with nothing of the repository in it but what
-the archive holds (`pip install -r requirements.txt` then `pip install .`), runs
-every notebook top to bottom there with nbclient, and checks every cell with the
-verifier's own rules (`book/_ext/expectations.py`): the `expect:` of each cell,
-no stderr, no error. The engine listings (cells tagged `engine-listing`) must
-run without output and leave every other cell's output as the site shows it.
+makes a fresh virtual environment with the archive's runtime pins and nothing
+else (`pip install -r requirements.txt`: no engine), runs every page's notebook
+there alone, each in a folder of its own, with nbclient, and checks every cell
+with the verifier's own rules (`book/_ext/expectations.py`): the `expect:` of each
+cell, no stderr, no error, and the text the site shows. Each notebook brings its
+own engine: its first cell unpacks the engine as of its chapter.
 """
 
 import io
@@ -124,8 +124,9 @@ def test_archive_requirements_are_the_runtime_pins_only(archive):
 
 
 @pytest.fixture(scope="module")
-def fresh_run(archive, tmp_path_factory):
-    """Unpack the archive, make a fresh venv from it alone, execute every notebook there."""
+def fresh_run(site, archive, tmp_path_factory):
+    """A fresh venv with the archive's runtime pins only; every page's notebook run there
+    alone, in a folder of its own: each one brings its own engine."""
     work = tmp_path_factory.mktemp("reader")
     archive.extractall(work)
     top = work / archive.namelist()[0].split("/")[0]
@@ -135,19 +136,25 @@ def fresh_run(archive, tmp_path_factory):
     environ = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     environ["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    for args in (["-r", "requirements.txt"], ["."]):
-        result = subprocess.run([str(python), "-m", "pip", "install", "-q", *args], cwd=top,
-                                env=environ, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, f"pip install {' '.join(args)}:\n{result.stderr[-3000:]}"
-    # the engine the notebooks import is the archive's copy, installed, not the repository's
-    where = subprocess.run([str(python), "-c", "import engine, sys; print(engine.__file__)"],
-                           cwd=work, env=environ, capture_output=True, text=True)
-    assert str(ROOT) not in where.stdout and str(env_dir) in where.stdout, where.stdout
+    # the runtime requirements only: no engine, no book toolchain
+    result = subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", "requirements.txt"],
+                            cwd=top, env=environ, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"pip install -r requirements.txt:\n{result.stderr[-3000:]}"
+    nowhere = subprocess.run([str(python), "-c", "import engine"], cwd=work, env=environ,
+                             capture_output=True, text=True)
+    assert nowhere.returncode != 0, "the fresh environment can import an engine already"
+    # each notebook alone in a folder of its own, as the page's download menu gives it
+    alone = work / "alone"
+    for docname in chapter_docnames():
+        name = Path(docname).name
+        (alone / name).mkdir(parents=True)
+        (alone / name / f"{name}.ipynb").write_bytes(
+            (site / "_sources" / f"{docname}.ipynb").read_bytes())
     out = work / "executed"
     timeout = int(ex.default_timeout(ROOT) or 600)
     runner = work / "run_notebooks.py"
     runner.write_text(RUNNER)
-    result = subprocess.run([str(python), str(runner), str(top / "notebooks"), str(out),
+    result = subprocess.run([str(python), str(runner), str(alone), str(out),
                              str(timeout)], cwd=work, env=environ, capture_output=True,
                             text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -163,9 +170,12 @@ def _text(outputs):
 def test_every_notebook_runs_in_a_fresh_environment_as_the_book_prints(fresh_run):
     top, out, times = fresh_run
     problems = []
+    alone = out.parent / "alone"
     for name in sorted(times):
-        original = nbformat.read(top / "notebooks" / name, as_version=4)
+        original = nbformat.read(alone / name, as_version=4)
         executed = nbformat.read(out / name, as_version=4)
+        assert any((alone / Path(name).parent).glob("engine-as-of-*/engine/__init__.py")), (
+            f"{name}: its first cell unpacked no engine")
         assert len(original.cells) == len(executed.cells)
         for index, (before, after) in enumerate(zip(original.cells, executed.cells)):
             if after.cell_type != "code":
@@ -192,84 +202,23 @@ def test_every_notebook_runs_in_a_fresh_environment_as_the_book_prints(fresh_run
     assert times, "no notebook ran"
 
 
-# -- the conversion itself, on a throwaway package (fast) ----------------------------
-
-CORE = """\
-\"\"\"A throwaway module.\"\"\"
-import numpy as np
-
-from .helpers import double
-
-SCALE = 2.0
-
-
-class Thing:
-    \"\"\"A thing.\"\"\"
-
-    def __init__(self, v):
-        self.v = v
-
-    def twice(self):
-        # -- twice start
-        out = double(self.v)
-        return out
-        # -- twice end
-
-    def sum(self):
-        return self.v
-
-
-class Base:
-    pass
-
-
-class Child(Base):
-    kind = "child"  # needs Base to run
-"""
+# -- the conversion itself (fast) ----------------------------------------------------
 
 MARKDOWN = """\
-The class:
+The closure of `exp`:
 
-```{literalinclude} ../pkg/core.py
-:language: python
-:pyobject: Thing
-```
-
-A fragment:
-
-```{literalinclude} ../pkg/core.py
-:start-after: "# -- twice start"
-:end-before: "# -- twice end"
+```{listing} engine/tensor.py
+:pyobject: Tensor.exp
 ```
 
 ````{admonition} Nested
-```{literalinclude} ../pkg/core.py
----
-pyobject: Thing.twice
----
+```{listing} engine/tensor.py
+:pyobject: Tensor.log
 ```
 ````
 
-A class whose base no earlier cell imported:
-
-```{literalinclude} ../pkg/core.py
-:pyobject: Child
-```
-
-A method whose name is a builtin's:
-
-```{literalinclude} ../pkg/core.py
-:pyobject: Thing.sum
-```
-
-The imports:
-
-```{literalinclude} ../pkg/core.py
-:lines: 2-4
-```
-
 ````md
-```{literalinclude} not/a/directive.py
+```{listing} not/a/directive.py
 ```
 ````
 
@@ -291,79 +240,60 @@ Not in code: {glue}`count`
 """
 
 
-@pytest.fixture
-def package(tmp_path):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "core.py").write_text(CORE)
-    (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
-    (tmp_path / "book").mkdir()
-    return tmp_path
-
-
-def convert(root):
+def convert(chapter="tensors"):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("from myst_nb import glue\nfrom pkg.core import Thing\nx = 1"),
+    nb.cells = [nbformat.v4.new_code_cell("from myst_nb import glue\nx = 1"),
                 nbformat.v4.new_markdown_cell(MARKDOWN)]
     glue = {"fig-a": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}},
             "grad": {"data": {"text/plain": "1.71633"}}, "count": {"data": {"text/plain": "7"}}}
-    out = notebooks.reader_notebook(nb, root / "book" / "chapter.md", root, glue)
+    out = notebooks.reader_notebook(nb, ROOT / "book" / f"{chapter}.md", ROOT, glue)
     nbformat.validate(out)
     return out
 
 
-def test_listings_become_runnable_code_cells(package):
-    cells = convert(package).cells
+def test_the_first_cell_carries_the_engine_as_of_the_chapter(tmp_path):
+    first = convert().cells[0]
+    assert first.cell_type == "code" and notebooks.SNAPSHOT_TAG in first.metadata["tags"]
+    assert first.metadata["engine_snapshot"] == {"chapter": "tensors"}
+    probe = first.source + (
+        "\nimport engine\nfrom engine import Tensor\n"
+        "print(engine.__file__, hasattr(Tensor, '__matmul__'), hasattr(Tensor, 'exp'))\n")
+    done = subprocess.run([sys.executable, "-I", "-c", probe], cwd=tmp_path,
+                          capture_output=True, text=True)  # -I: no site, no installed engine
+    assert done.returncode == 0, done.stderr[-2000:]
+    path, matmul, exp = done.stdout.split()
+    assert Path(path) == tmp_path / "engine-as-of-tensors" / "engine" / "__init__.py"
+    assert (matmul, exp) == ("False", "True")  # `@` comes in chapter shapes
+
+
+def test_a_page_that_reads_data_carries_it_too():
+    first = convert("speed").cells[0]
+    assert "data/benchmarks.json" in first.source.splitlines()[1]
+
+
+def test_listings_become_the_listing_as_the_page_shows_it():
+    cells = convert().cells
     listings = [c for c in cells if LISTING_TAG in c.metadata.get("tags", [])]
-    kinds = [(c.cell_type, c.metadata["engine_listing"]["runnable"]) for c in listings]
-    # class, fragment, nested method, Child, method `sum`, imports; the ```md one is text
-    assert kinds == [("code", True), ("markdown", False), ("code", True), ("code", True),
-                     ("code", True), ("code", True)]
-    whole_class, fragment, method, child, builtin_named, imports = listings
-    assert child.source.splitlines()[1] == (
-        "from pkg.core import Base  # what this listing needs to run here")
-    assert child.source.splitlines()[-1].startswith("del Child, Base  #")
-    assert whole_class.source.startswith("# Listing: pkg/core.py (Thing)")
-    assert "class Thing:" in whole_class.source
-    # an earlier cell imported Thing: the package's own class comes back after the listing
-    assert whole_class.source.rstrip().endswith(
-        "from pkg.core import Thing  # later cells use the package's own definitions")
-    assert "```python\nout = double(self.v)\nreturn out\n```" in fragment.source
-    assert method.source.splitlines()[1] == "def twice(self):"  # dedented
-    assert method.source.splitlines()[-1].startswith("del twice  # shown, not kept")
-    assert builtin_named.source.splitlines()[-1].startswith("del sum  #")
-    assert "from pkg.helpers import double" in imports.source  # relative import made absolute
-    assert "{literalinclude} not/a/directive.py" in "".join(c.source for c in cells)
+    assert [c.cell_type for c in listings] == ["markdown", "markdown"]
+    exp, log = listings
+    assert exp.source.startswith("*Listing: `engine/tensor.py`, `Tensor.exp`*")
+    assert "```python\ndef exp(self):\n    y = np.exp(self.data)\n" in exp.source
+    assert "checked(" not in exp.source  # the errors appendix's line is not in `tensors`
+    assert exp.metadata["engine_listing"]["chapter"] == "tensors"
+    assert "{listing} not/a/directive.py" in "".join(c.source for c in cells)
 
 
-def test_running_the_listings_changes_nothing_later_cells_see(package, monkeypatch):
-    import builtins
-
-    monkeypatch.syspath_prepend(str(package))
-    import pkg.core
-
-    namespace = {}
-    for cell in convert(package).cells:
-        if cell.cell_type == "code":
-            exec(cell.source.replace("from myst_nb import glue", "from not_myst_nb import glue"),
-                 namespace)
-    assert namespace["Thing"] is pkg.core.Thing
-    assert "sum" not in namespace and "twice" not in namespace
-    assert "Child" not in namespace and "Base" not in namespace
-    assert eval("sum([1, 2])", namespace) == 3 and builtins.sum is sum
-    namespace["glue"]("name", 1, display=False)  # the fallback glue runs
-
-
-def test_nested_listing_is_hoisted_after_its_block(package):
-    cells = convert(package).cells
+def test_nested_listing_is_hoisted_after_its_block():
+    cells = convert().cells
     at = next(i for i, c in enumerate(cells) if "{admonition} Nested" in c.source)
     assert "the cell after this text" in cells[at].source
-    assert cells[at + 1].source.splitlines()[1] == "def twice(self):"
+    assert "def log(self):" in cells[at + 1].source
 
 
-def test_glue_import_falls_back_and_glued_figures_are_attached(package):
-    cells = convert(package).cells
-    assert "except ImportError:" in cells[0].source and cells[0].source.endswith("x = 1")
+def test_glue_import_falls_back_and_glued_figures_are_attached():
+    cells = convert().cells
+    code = next(c for c in cells if c.cell_type == "code" and "x = 1" in c.source)
+    assert "except ImportError:" in code.source and code.source.endswith("x = 1")
     figure = next(c for c in cells if "attachment:fig-a.png" in c.source)
     assert figure.attachments["fig-a.png"]["image/png"] == "iVBORw0KGgo="
     assert "![the figure](attachment:fig-a.png)" in figure.source

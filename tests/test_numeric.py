@@ -6,6 +6,9 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from engine import numerical_grad, numerical_jacobian
+import pytest
+
+pytestmark = pytest.mark.chapter("chain-rule")
 
 
 def test_float_input_returns_float():

@@ -35,10 +35,15 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
     results = {e.name: {"skipped": e.runnable(features)} for e in environments
                if e.runnable(features) is not None}
     running = []  # (environment, process, json path, log path, cores it uses, start)
+    def slots(environment):
+        return min(environment.threads or cores, cores)
+
     while pending or running:
         free = cores - sum(r[4] for r in running)
-        if pending and (not running or min(pending[0].threads or cores, cores) <= free):
-            environment = pending.pop(0)
+        fits = [e for e in pending if slots(e) <= free] if running else pending[:1]
+        if fits:  # the first environment that fits in the cores left
+            environment = fits[0]
+            pending.remove(environment)
             out = Path(out_dir) / f"{environment.name}.json"
             log = Path(out_dir) / f"{environment.name}.log"
             command = [sys.executable, str(root / "tests" / "verifier.py"),
@@ -46,8 +51,8 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
             with open(log, "w") as log_file:
                 process = subprocess.Popen(command, cwd=root, stdout=log_file,
                                            stderr=subprocess.STDOUT)
-            running.append((environment, process, out, log,
-                            min(environment.threads or cores, cores), time.perf_counter()))
+            running.append((environment, process, out, log, slots(environment),
+                            time.perf_counter()))
             continue
         time.sleep(0.2)
         for entry in list(running):

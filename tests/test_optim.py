@@ -6,6 +6,8 @@ import pytest
 from engine import Tensor
 from engine.optim import SGD, Adam
 
+pytestmark = pytest.mark.chapter("training")
+
 
 def quadratic_grads(rng, steps, shape=(3, 2)):
     """A fixed sequence of gradients, so engine and reference see the same ones."""

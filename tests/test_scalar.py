@@ -7,6 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from engine import Var, numerical_grad
 
+pytestmark = pytest.mark.chapter("scalar-engine")
+
 # (name, function of a Var, a Dual or a float, domain of the input)
 UNARY = [
     ("exp", lambda x: math.exp(x) if isinstance(x, float) else x.exp(), (-3, 3)),

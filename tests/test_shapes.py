@@ -1,7 +1,9 @@
 """Chapter `shapes`: broadcasting, matrix products, reductions, reshape, transpose, indexing.
 
-Every operation passes `engine.gradcheck` on shapes drawn by hypothesis, and the
-broadcasting error names both shapes.
+Every operation passes `engine.gradcheck` (so those tests need chapter `gradcheck`'s
+checker as well) on shapes drawn by hypothesis, and the broadcasting error names both
+shapes. On the engine as of `shapes` itself, broadcasting and matrix products are checked
+against central differences of chapter `chain-rule`.
 """
 
 import numpy as np
@@ -9,9 +11,33 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
-from engine import Tensor, gradcheck, unbroadcast
+from engine import Tensor, numerical_grad, unbroadcast
+
+pytestmark = pytest.mark.chapter("shapes")
 
 FAST = settings(max_examples=25, deadline=None)
+
+
+def gradcheck(f, inputs):
+    from engine import gradcheck  # chapter `gradcheck`: not in the engine as of `shapes`
+
+    return gradcheck(f, inputs)
+
+
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "@"])
+def test_the_shapes_engine_broadcasts_and_sums_gradients_back(op):
+    rng = np.random.default_rng(3)
+    shape_a, shape_b = ((2, 1, 3), (4, 3)) if op != "@" else ((2, 4, 3), (3, 5))
+    a0, b0 = rng.uniform(0.5, 2.0, shape_a), rng.uniform(0.5, 2.0, shape_b)
+    f = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "@": np.matmul}[op]
+    a, b = Tensor(a0), Tensor(b0)
+    y = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+         "@": lambda: a @ b}[op]()
+    assert y.shape == f(a0, b0).shape
+    y.backward()
+    assert a.grad.shape == shape_a and b.grad.shape == shape_b
+    np.testing.assert_allclose(a.grad, numerical_grad(lambda v: f(v, b0).sum(), a0), atol=1e-8)
+    np.testing.assert_allclose(b.grad, numerical_grad(lambda v: f(a0, v).sum(), b0), atol=1e-8)
 
 
 def tensor(shape, seed, low=-2.0, high=2.0):
@@ -30,6 +56,7 @@ BINARY = {
 @FAST
 @given(shapes=mutually_broadcastable_shapes(num_shapes=2, max_dims=4, max_side=3),
        seed=st.integers(0, 2**16))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_binary_operations_broadcast_and_pass_gradcheck(op, shapes, seed):
     a = tensor(shapes.input_shapes[0], seed)
     b = tensor(shapes.input_shapes[1], seed + 1, low=0.5, high=2.0)  # keeps / away from 0
@@ -40,6 +67,7 @@ def test_binary_operations_broadcast_and_pass_gradcheck(op, shapes, seed):
 
 @FAST
 @given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**16))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_numbers_broadcast_as_constants_on_both_sides(shape, seed):
     x = tensor(shape, seed, low=0.5, high=2.0)
     assert gradcheck(lambda x: 2.0 - x * 3 + 1 / x - x / 4.0 + 5 + x, [x])
@@ -96,6 +124,7 @@ MATMUL_SHAPES = [
 
 
 @pytest.mark.parametrize("shape_a, shape_b", MATMUL_SHAPES)
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_matmul_matches_numpy_and_passes_gradcheck(shape_a, shape_b):
     a, b = tensor(shape_a, 1), tensor(shape_b, 2)
     np.testing.assert_array_equal((a @ b).data, a.data @ b.data)
@@ -146,6 +175,7 @@ def shape_and_axis(draw):
 @pytest.mark.parametrize("reduction", ["sum", "mean", "max"])
 @FAST
 @given(case=shape_and_axis(), seed=st.integers(0, 2**16))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_reductions_match_numpy_and_pass_gradcheck(reduction, case, seed):
     shape, axis, keepdims = case
     x = tensor(shape, seed)
@@ -179,6 +209,7 @@ def test_a_bad_axis_names_the_operation_and_the_shape(call, axis):
 
 @FAST
 @given(shape=array_shapes(min_dims=1, max_dims=4, max_side=3), seed=st.integers(0, 2**16))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_reshape_and_transpose_pass_gradcheck(shape, seed):
     x = tensor(shape, seed)
     perm = tuple(np.random.default_rng(seed).permutation(len(shape)))
@@ -203,6 +234,7 @@ INDICES = [
 
 
 @pytest.mark.parametrize("index", INDICES, ids=range(len(INDICES)))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_indexing_basic_and_advanced_passes_gradcheck(index):
     x = tensor((3, 3), 7)
     np.testing.assert_array_equal(x[index].data, x.data[index])
@@ -217,6 +249,7 @@ def test_repeated_indices_accumulate():
 
 @FAST
 @given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**16))
+@pytest.mark.chapter("gradcheck")  # checked with engine.gradcheck
 def test_sqrt_and_abs_pass_gradcheck(shape, seed):
     assert gradcheck(lambda x: x.sqrt(), [tensor(shape, seed, low=0.2, high=3.0)])
     x = tensor(shape, seed)
@@ -257,6 +290,7 @@ def test_transpose_refuses_an_order_that_is_not_one(axes):
         Tensor(np.ones((2, 3))).transpose(axes)
 
 
+@pytest.mark.chapter("errors")  # the engine's own reshape messages
 @pytest.mark.parametrize("shape, message", [
     ((4, 2), r"^reshape: a tensor of shape \(6,\) has 6 entries, which do not fill the shape \(4, 2\)$"),
     ((2.0, 3), r"^reshape: lengths must be integers, got \(2.0, 3\)$"),

@@ -8,6 +8,8 @@ from hypothesis.extra.numpy import arrays
 
 from engine import Tensor
 
+pytestmark = pytest.mark.chapter("tensors")
+
 
 def central_differences(f, x, h=1e-6):
     """d sum(f(x)) / dx, entry by entry, for an elementwise f on a float64 array."""
@@ -144,6 +146,24 @@ def test_a_chain_100000_operations_deep_needs_no_recursion():
     assert x.grad[0] == 1.0
 
 
+@pytest.mark.chapter("tensors", only=True)
+def test_leaves_accumulate_across_backward_calls_and_the_graph_stays():
+    x = Tensor([1.0, -2.0, 0.5])
+    y = x**3
+    y.backward()  # the engine as of `tensors` keeps its graph (chapter `memory` frees it)
+    y.backward()
+    np.testing.assert_allclose(x.grad, [6.0, 24.0, 1.5])
+
+
+@pytest.mark.chapter("tensors", only=True)
+def test_two_different_shapes_raise_before_broadcasting_exists():
+    # chapter `tensors` says so, and chapter `shapes` lifts it; a number is still fine
+    with pytest.raises(ValueError, match=r"shapes \(2, 3\) and \(3,\) differ"):
+        Tensor(np.ones((2, 3))) * Tensor(np.ones(3))
+    assert (Tensor(np.ones((2, 3))) * 2.0).data.tolist() == [[2.0] * 3] * 2
+
+
+@pytest.mark.chapter("memory")  # retain_graph
 def test_leaves_accumulate_across_backward_calls():
     x = Tensor([1.0, -2.0, 0.5])
     y = x**3
@@ -175,12 +195,14 @@ def test_shapes_numpy_cannot_broadcast_raise_a_value_error_naming_both():
         Tensor([1.0, 2.0, 3.0]) + Tensor([1.0, 2.0])
 
 
+@pytest.mark.chapter("errors")  # backward checks its seed
 def test_a_seed_of_the_wrong_shape_is_refused():
     y = Tensor([1.0, 2.0]) * 2
     with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
         y.backward(gradient=np.ones(3))
 
 
+@pytest.mark.chapter("speed")  # a result's grad is made, not reset to zeros
 def test_a_result_has_no_grad_until_backward_makes_one():
     x = Tensor([1.0, 2.0])
     y = x * 3.0
@@ -195,6 +217,7 @@ def test_a_result_has_no_grad_until_backward_makes_one():
     assert b.grad.tolist() == [1.0]
 
 
+@pytest.mark.chapter("training")  # zero_grad() sets None
 def test_a_leaf_whose_grad_was_set_to_none_starts_again():
     x = Tensor([1.0, 2.0])
     x.grad = None

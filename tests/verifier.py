@@ -5,13 +5,14 @@
     python tests/verifier.py --update tensors   # rewrite differing/missing expect: blocks
     python tests/verifier.py --environment sse-prescott   # as on another CPU (tests/numerics.py)
 
-Outputs come from the build's own execution cache (`engine_cache.cache_dir`, in
-$BOOK_BUILD_DIR or <repo>/_build): a hit is literally what the site shows. On a
-miss the chapter runs here in one kernel, cell by cell, in the chapter's folder,
-each cell under its `timeout:` (or `execute: timeout:`); a cell that raises does
-not stop the others, a timeout does. When nothing raised or timed out, the
-executed notebook is stored exactly as myst-nb stores it, so the next
-`jupyter-book build` reuses it ("Using cached notebook") instead of running it.
+Outputs come from the build's own execution cache (`<build>/.jupyter_cache`, in
+$BOOK_BUILD_DIR or <repo>/_build), where a chapter's outputs are kept with the
+engine snapshot they ran on: a hit is literally what the site shows. On a miss
+the chapter runs here exactly as the build runs it (book/_ext/engine_cache.py:
+one kernel on the chapter's snapshot, cell by cell, in the chapter's folder, each
+cell under its `timeout:` or `execute: timeout:`; a cell that raises does not
+stop the others, a timeout does), and is stored, so the next `jupyter-book
+build` reuses it ("Using cached notebook") instead of running it.
 The comparison rules live in book/_ext/expectations.py.
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
+import engine_cache  # noqa: E402
 import expectations as ex  # noqa: E402
 
 
@@ -36,7 +38,7 @@ def build_dir(root=ROOT) -> Path:
     return Path(os.environ.get("BOOK_BUILD_DIR") or Path(root) / "_build")
 
 
-open_cache = ex.open_cache  # the folder engine_cache gives Sphinx
+open_cache = engine_cache.open_cache  # the cache the build reads
 
 
 @dataclasses.dataclass
@@ -82,88 +84,9 @@ class Result:
         return "\n".join(parts)
 
 
-# -- execution ---------------------------------------------------------------------
+# -- execution: book/_ext/engine_cache.py, shared with the build ------------------------
 
-
-def execute(chapter: ex.Chapter, root=ROOT, default_timeout=None, env=None):
-    """Run the notebook in one kernel, cell by cell; keep going after an error.
-
-    `env`: variables to set for the kernel on top of this process's own (a
-    numerical environment of tests/numerics.py).
-
-    Returns (executed notebook, {fence line: seconds}, failures, total seconds,
-    stopped) where failures only holds timeouts and kernel deaths (errors are
-    outputs, checked with the rest).
-    """
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
-    nb = copy.deepcopy(chapter.nb)
-    if default_timeout is None:
-        default_timeout = ex.default_timeout(root)
-    # a chapter may override the timeout in its front matter, as the build allows
-    default_timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", default_timeout)
-    default_timeout = nb.metadata.get("execution", {}).get("timeout", default_timeout)
-    if default_timeout is not None and default_timeout < 0:
-        default_timeout = None
-
-    def timeout_of(cell):
-        value = cell.metadata.get("timeout", default_timeout)
-        return None if value is None or value < 0 else value
-
-    client = NotebookClient(
-        nb,
-        timeout=default_timeout,
-        allow_errors=True,
-        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
-        coalesce_streams=True,  # as the build (notebooks.py): one stream output per name
-        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
-        resources={"metadata": {"path": str(chapter.path.parent)}},
-    )
-    client.timeout_func = timeout_of
-    lines = {cell.index: cell.line for cell in chapter.cells}
-    seconds, failures, stopped = {}, [], False
-    start = time.perf_counter()
-    client.reset_execution_trackers()
-    kernel = {} if env is None else {"env": {**os.environ, **env}}
-    with client.setup_kernel(**kernel):
-        info = client.wait_for_reply(client.kc.kernel_info())
-        if info is not None and "language_info" in info["content"]:
-            nb.metadata["language_info"] = info["content"]["language_info"]
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            t0 = time.perf_counter()
-            try:
-                client.execute_cell(cell, index)
-            except CellTimeoutError:
-                seconds[lines[index]] = time.perf_counter() - t0
-                failures.append(ex.Failure(
-                    lines[index],
-                    f"cell timed out after {timeout_of(cell)} s "
-                    "(set `timeout:` in its options if it needs longer); later cells not run",
-                ))
-                stopped = True
-                break
-            except DeadKernelError as error:
-                failures.append(ex.Failure(lines[index], f"kernel died: {error}"))
-                stopped = True
-                break
-            seconds[lines[index]] = time.perf_counter() - t0
-        client.set_widgets_metadata()
-    total = time.perf_counter() - start
-    return nb, seconds, failures, total, stopped
-
-
-def store(cache, nb, path, seconds):
-    """Cache an executed notebook exactly as myst-nb does after its own execution."""
-    from jupyter_cache.base import CacheBundleIn
-
-    return cache.cache_notebook_bundle(
-        CacheBundleIn(nb, str(path), data={"execution_seconds": seconds}),
-        check_validity=False,
-        overwrite=True,
-    )
+execute = engine_cache.execute
 
 
 def restore_under(new_chapter: ex.Chapter, executed_nb):
@@ -207,36 +130,29 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
         chapter = ex.Chapter(path, path.read_text(encoding="utf8"), None, [])
         return Result(chapter, root, failures=[ex.Failure(error.line, error.what)])
     result = Result(chapter, root)
-    cache = open_cache(build)
 
     executed = None
     if use_cache:
-        try:
-            record = cache.match_cache_notebook(chapter.nb)
-        except KeyError:
-            record = None
-        if record is not None:
-            _, executed = cache.merge_match_into_notebook(chapter.nb)
+        executed, record = engine_cache.cached(chapter, build, root)
+        if executed is not None:
             result.source = "cache"
             result.seconds = record.data.get("execution_seconds") or 0.0
     run_failures = []
     if executed is None:
-        executed, result.cell_seconds, run_failures, result.seconds, stopped = execute(
-            chapter, root, env=env
+        executed, result.cell_seconds, run_failures, result.seconds = execute(
+            chapter, root, build, env=env
         )
         result.source = "executed"
     result.executed_nb = executed
 
     by_index = {cell.index: cell for cell in chapter.cells}
-    failures, raised = [], False
+    failures = []
     timed_out = {f.line for f in run_failures}
     for index, nb_cell in enumerate(executed.cells):
         cell = by_index.get(index)
         if cell is None:
             continue
         output = ex.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
-        if output.error is not None:
-            raised = True
         if cell.line in timed_out:
             failures.extend(f for f in run_failures if f.line == cell.line)
             break
@@ -247,16 +163,17 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
         failures.extend(ex.check_glue(chapter.text, chapter.cells, glued, root))
     result.failures = failures
 
-    if result.source == "executed" and not run_failures and not raised and env is None:
-        store(cache, executed, path, result.seconds)
-        result.stored = True
+    if result.source == "executed" and env is None:  # what the build would have stored
+        engine_cache.store(chapter, executed, build, result.seconds, root,
+                           failed=bool(run_failures))
+        result.stored = not run_failures  # a run cut short runs again next time
 
     if update:
-        rewrite(result, cache)
+        rewrite(result, build)
     return result
 
 
-def rewrite(result: Result, cache):
+def rewrite(result: Result, build):
     """Update mode: rewrite every differing or missing expect: and re-store the outputs."""
     updates = {}
     executed_cells = result.executed_nb.cells
@@ -277,7 +194,7 @@ def rewrite(result: Result, cache):
     new_chapter = ex.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":
         nb = restore_under(new_chapter, result.executed_nb)
-        store(cache, nb, chapter.path, result.seconds)
+        engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
     result.rewritten = sorted(updates)
     result.failures = [f for f in result.failures if f.line not in updates]
     result.chapter = new_chapter

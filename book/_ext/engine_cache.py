@@ -1,44 +1,342 @@
-"""Key the notebook execution cache on the engine's source as well as the cells.
+"""Each chapter runs on the engine as of that chapter; its cached outputs are keyed on it.
 
-jupyter-cache keys a notebook only on its own code cells, so an edited `engine/`
-would leave old outputs on the page. This extension points myst-nb at a cache
-folder named for a hash of everything under `engine/` (and the pinned
-requirements): change any of it and every chapter runs again; undo the change
-and the old results are found again. The chapter verifier uses the same folder,
-so the outputs it checks are the outputs the site shows.
+jupyter-cache keys a notebook on its code cells alone. So this extension runs every
+chapter itself, before myst-nb reads it: in a kernel whose `engine` is the chapter's
+snapshot (book/_ext/snapshots.py; PYTHONPATH names `<build>/snapshots/<chapter>-<hash>`),
+cell by cell, each cell under its own `timeout:` (default `execute: timeout`). The
+executed notebook goes into the build's cache (`<build>/.jupyter_cache`) with the key
+of what it ran on: the snapshot's hash, the pinned requirements and the page's data
+files. myst-nb then finds it there ("Using cached notebook") and never executes.
+
+A chapter whose key changed is read again. An edit of a later chapter's lines of the
+engine changes no earlier snapshot, so the earlier chapters stay cached. A book whose
+engine has no chapter markers for its `_toc.yml` (a throwaway test book) runs on the
+installed engine, keyed on every file under `engine/`.
+
+The chapter verifier (tests/verifier.py) runs chapters with the same functions, and
+with `env` (a numerical environment of tests/numerics.py) never stores what it ran.
 """
 
+from __future__ import annotations
+
+import concurrent.futures
+import copy
 import hashlib
+import os
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+KEY = "engine_run"  # in a cache record's data: what the outputs were made with
 
 
-def engine_hash(root=ROOT):
-    """A short hash of every file under engine/ plus requirements.txt."""
+def cache_dir(build_dir) -> Path:
+    return Path(build_dir) / ".jupyter_cache"
+
+
+def open_cache(build_dir):
+    from jupyter_cache import get_cache
+
+    return get_cache(str(cache_dir(build_dir)))
+
+
+# -- what a chapter runs on ------------------------------------------------------------
+
+
+def _hash_files(paths, root) -> str:
     digest = hashlib.sha256()
-    files = sorted(p for p in (root / "engine").rglob("*") if p.is_file())
-    files = [p for p in files if "__pycache__" not in p.parts]
-    files.append(root / "requirements.txt")
-    for path in files:
-        if path.exists():
-            digest.update(path.relative_to(root).as_posix().encode())
-            digest.update(b"\0")
-            digest.update(path.read_bytes())
-            digest.update(b"\0")
+    for path in paths:
+        if path.is_file():
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
-def cache_dir(build_dir=ROOT / "_build", root=ROOT):
-    """The jupyter-cache folder, inside `build_dir`, for the engine as it is now."""
-    return Path(build_dir) / ".jupyter_cache" / f"engine-{engine_hash(root)}"
+def snapshot_of(path, root=ROOT):
+    """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
+    import snapshots
+
+    chapter = Path(path).stem
+    if not (Path(root) / "engine" / "__init__.py").is_file():
+        return None
+    try:
+        if chapter not in snapshots.chapter_order(root):
+            return None
+        snapshots.engine_lines(root)  # the markers must name pages of this book
+    except (snapshots.MarkerError, OSError, KeyError):
+        return None
+    return chapter
+
+
+def data_files(path, text=None) -> list[Path]:
+    """The files a page's front matter says it reads (`data_files:`), relative to it."""
+    import yaml
+
+    text = Path(path).read_text(encoding="utf8") if text is None else text
+    front = text.split("\n---", 1)[0].lstrip("-\n") if text.startswith("---") else ""
+    try:
+        meta = yaml.safe_load(front) or {}
+    except yaml.YAMLError:
+        return []
+    files = meta.get("data_files") or [] if isinstance(meta, dict) else []
+    files = [files] if isinstance(files, str) else files
+    return [(Path(path).parent / str(name)).resolve() for name in files]
+
+
+def run_key(path, root=ROOT) -> str:
+    """What the outputs of the page at `path` depend on besides its cells."""
+    import snapshots
+
+    root = Path(root).resolve()
+    chapter = snapshot_of(path, root)
+    if chapter is not None:
+        engine = f"{chapter}-{snapshots.snapshot_hash(chapter, root)}"
+    else:
+        files = sorted(p for p in (root / "engine").rglob("*") if p.is_file()
+                       and "__pycache__" not in p.parts) if (root / "engine").is_dir() else []
+        engine = "installed-" + _hash_files(files, root)
+    extra = _hash_files([root / "requirements.txt", *data_files(path)], root)
+    return f"{engine}/{extra}"
+
+
+def kernel_env(path, build_dir, root=ROOT) -> dict:
+    """Variables that make `import engine` in the page's kernel the page's snapshot."""
+    import snapshots
+
+    chapter = snapshot_of(path, root)
+    if chapter is None:
+        return {}
+    folder = snapshots.snapshot_folder(chapter, build_dir, root)
+    return {"PYTHONPATH": os.pathsep.join(
+        p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+# -- running a chapter -------------------------------------------------------------------
+
+
+def default_timeout(root=ROOT):
+    import expectations as ex
+
+    return ex.default_timeout(root)
+
+
+def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
+    """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
+
+    The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
+    (executed notebook, {fence line: seconds}, failures, total seconds), where
+    failures holds timeouts and kernel deaths only (errors are outputs, checked with
+    the rest); a cell that timed out gets an error output saying so.
+    """
+    import expectations as ex
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbformat.v4 import new_output
+
+    build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
+    nb = copy.deepcopy(chapter.nb)
+    timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
+    # a chapter may override the timeout in its front matter, as myst-nb allows
+    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
+    timeout = nb.metadata.get("execution", {}).get("timeout", timeout)
+    timeout = None if timeout is None or timeout < 0 else timeout
+
+    def timeout_of(cell):
+        value = cell.metadata.get("timeout", timeout)
+        return None if value is None or value < 0 else value
+
+    client = NotebookClient(
+        nb, timeout=timeout, allow_errors=True,
+        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
+        coalesce_streams=True,  # one stream output per name, however the kernel cut it
+        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+        resources={"metadata": {"path": str(chapter.path.parent)}},
+    )
+    client.timeout_func = timeout_of
+    variables = {**kernel_env(chapter.path, build_dir, root), **(env or {})}
+    lines = {cell.index: cell.line for cell in chapter.cells}
+    seconds, failures = {}, []
+    start = time.perf_counter()
+    client.reset_execution_trackers()
+    with client.setup_kernel(env={**os.environ, **variables}):
+        info = client.wait_for_reply(client.kc.kernel_info())
+        if info is not None and "language_info" in info["content"]:
+            nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            t0 = time.perf_counter()
+            try:
+                client.execute_cell(cell, index)
+            except CellTimeoutError:
+                what = (f"cell timed out after {timeout_of(cell)} s (set `timeout:` in its "
+                        "options if it needs longer); later cells not run")
+                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
+                                               traceback=[f"CellTimeoutError: {what}"]))
+                failures.append(ex.Failure(lines[index], what))
+                seconds[lines[index]] = time.perf_counter() - t0
+                break
+            except DeadKernelError as error:
+                failures.append(ex.Failure(lines[index], f"kernel died: {error}"))
+                break
+            seconds[lines[index]] = time.perf_counter() - t0
+        client.set_widgets_metadata()
+    return nb, seconds, failures, time.perf_counter() - start
+
+
+def cached(chapter, build_dir, root=ROOT):
+    """(executed notebook, record) from the cache if it was run on what the page needs now,
+    and ran to the end (a run cut short by a timeout is stored, for myst-nb to show, but
+    runs again next time)."""
+    cache = open_cache(build_dir)
+    try:
+        record = cache.match_cache_notebook(chapter.nb)
+    except KeyError:
+        return None, None
+    if (record.data or {}).get(KEY) != run_key(chapter.path, root):
+        return None, None
+    _, nb = cache.merge_match_into_notebook(chapter.nb)
+    return nb, record
+
+
+def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
+    """Cache an executed notebook as myst-nb would, with the key of what it ran on."""
+    from jupyter_cache.base import CacheBundleIn
+
+    key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
+    data = {"execution_seconds": seconds, KEY: key}
+    return open_cache(build_dir).cache_notebook_bundle(
+        CacheBundleIn(executed, str(chapter.path), data=data),
+        check_validity=False, overwrite=True)
+
+
+def run_problems(chapter, executed, failures):
+    """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
+    that raised without being tagged `raises-exception` (as myst-nb's own execution does
+    with `allow_errors: false`)."""
+    import expectations as ex
+
+    problems = [(f.line, f.what) for f in failures]
+    stopped = {line for line, _ in problems}
+    for cell in chapter.cells:
+        if cell.raises or cell.line in stopped:
+            continue
+        output = ex.cell_output(executed.cells[cell.index].get("outputs", []))
+        if output.error is not None:
+            problems.append((cell.line, "cell raised " + (
+                output.error_line or output.error.strip().splitlines()[-1])))
+    return problems
+
+
+def _execute_in_worker(path, root, build_dir, env):
+    """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
+    import expectations as ex
+    import nbformat
+
+    chapter = ex.read_chapter(path, root)
+    executed, _, failures, seconds = execute(chapter, root, build_dir, env)
+    return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
+
+
+def _worker_path(folder):
+    import sys
+
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+# -- Sphinx ---------------------------------------------------------------------------
+
+ENV_KEYS = "engine_run_keys"  # {docname: run key} of the chapters as last read
+WARNED = "_engine_cache_warned"  # {(docname, line)} this build's runs warned about
+
+
+def _build_dir(app) -> Path:
+    return Path(app.outdir).parent  # jupyter-book writes html to <build>/html
 
 
 def _set_cache_path(app, config):
-    build_dir = Path(app.outdir).parent  # jupyter-book writes html to <build>/html
-    config.nb_execution_cache_path = str(cache_dir(build_dir))
+    config.nb_execution_cache_path = str(cache_dir(_build_dir(app)))
+
+
+def _notebook_paths(app):
+    import expectations as ex
+
+    paths = {}
+    for docname in app.env.found_docs:
+        path = Path(app.env.doc2path(docname))
+        if path.suffix == ".md" and ex.is_notebook(path.read_text(encoding="utf8")):
+            paths[docname] = path
+    return paths
+
+
+def _outdated(app, env, added, changed, removed):
+    """Chapters whose engine snapshot (or data files) changed: read them again."""
+    keys = getattr(env, ENV_KEYS, {})
+    root = Path(app.srcdir)
+    return sorted(docname for docname, path in _notebook_paths(app).items()
+                  if docname in keys and keys[docname] != run_key(path, root))
+
+
+def _run_chapters(app, env, docnames):
+    """Before myst-nb reads them: run the chapters to be read whose outputs are not cached."""
+    import expectations as ex
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    root, build = Path(app.srcdir), _build_dir(app)
+    keys = getattr(env, ENV_KEYS, None)
+    if keys is None:
+        keys = {}
+        setattr(env, ENV_KEYS, keys)
+    paths = _notebook_paths(app)
+    to_run = []
+    for docname in sorted(docnames):
+        if docname not in paths:
+            continue
+        try:
+            chapter = ex.read_chapter(paths[docname], root)
+        except (ex.ChapterError, ValueError):
+            continue  # options that do not read: notebooks.py warns at their line
+        keys[docname] = run_key(paths[docname], root)
+        if cached(chapter, build, root)[0] is None:
+            to_run.append((docname, chapter))
+    if not to_run:
+        return
+    import multiprocessing
+
+    import nbformat
+
+    workers = min(len(to_run), max(1, min(os.cpu_count() or 1, 2)))
+    # two kernels on two cores: one BLAS thread each, or OpenBLAS's threads spin against
+    # each other (the book verifies under 1 and 2 threads: tests/numerics.py)
+    env = {"OPENBLAS_NUM_THREADS": "1"} if workers > 1 and (
+        "OPENBLAS_NUM_THREADS" not in os.environ) else None
+    # one process per kernel client: jupyter_client's sockets are not for sharing threads
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_worker_path,
+            initargs=(str(Path(__file__).resolve().parent),)) as pool:
+        runs = {pool.submit(_execute_in_worker, str(chapter.path), str(root), str(build), env):
+                (docname, chapter) for docname, chapter in to_run}
+        warned = app.__dict__.setdefault(WARNED, set())
+        for future in concurrent.futures.as_completed(runs):
+            docname, chapter = runs[future]
+            text, problems, seconds = future.result()
+            stopped = any(what.startswith(("cell timed out", "kernel died"))
+                          for _, what in problems)
+            store(chapter, nbformat.reads(text, as_version=4), build, seconds, root,
+                  failed=stopped)
+            logger.info(f"engine_cache: ran {docname} on {run_key(chapter.path, root)} "
+                        f"in {seconds:.1f} s")
+            for line, what in problems:
+                warned.add((docname, line))
+                logger.warning(what, location=(docname, line), type="engine",
+                               subtype="execution")
 
 
 def setup(app):
     app.connect("config-inited", _set_cache_path)
+    app.connect("env-get-outdated", _outdated)
+    app.connect("env-before-read-docs", _run_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

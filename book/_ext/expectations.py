@@ -332,11 +332,10 @@ def read_chapter(path, root=ROOT, text=None) -> Chapter:
 
 
 def open_cache(build_dir):
-    """The build's jupyter-cache for the engine as it is now (engine_cache.cache_dir)."""
+    """The build's jupyter-cache (engine_cache.open_cache)."""
     import engine_cache
-    from jupyter_cache import get_cache
 
-    return get_cache(str(engine_cache.cache_dir(build_dir)))
+    return engine_cache.open_cache(build_dir)
 
 
 def cached_notebook(path, build_dir, root=ROOT):
@@ -347,12 +346,9 @@ def cached_notebook(path, build_dir, root=ROOT):
     `merge_match_into_notebook` returns a new notebook and sphinx_.py writes the
     old one), so it has no outputs and no language_info.
     """
-    chapter = read_chapter(path, root)
-    try:
-        _, nb = open_cache(build_dir).merge_match_into_notebook(chapter.nb)
-    except KeyError:
-        return None
-    return nb
+    import engine_cache
+
+    return engine_cache.cached(read_chapter(path, root), build_dir, root)[0]
 
 
 # -- normalizing and comparing ----------------------------------------------------
@@ -582,6 +578,9 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         )
     if output.error is not None:
         last = output.error_line or output.error.strip().splitlines()[-1]
+        if last.startswith("CellTimeoutError: "):  # engine_cache.execute stopped it there
+            failures.append(Failure(cell.line, last[len("CellTimeoutError: "):]))
+            return failures
         failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
         return failures
     expect = cell.expect

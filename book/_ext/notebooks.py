@@ -7,15 +7,14 @@ per-chapter configuration:
   when a launch service (Binder, Colab, ...) is configured; this extension sets the
   page context key the theme reads (`ipynb_source`) itself, and writes the notebook
   to `_sources/<docname>.ipynb`, where the theme's link points.
-* The notebook is the EXECUTED one (`<build>/jupyter_execute/<docname>.ipynb`, the
-  outputs the page shows and the verifier checks), made to work in plain Jupyter:
-  - each ```{literalinclude} ../engine/x.py``` listing (with :pyobject:, :start-after:,
-    ... read exactly as Sphinx reads them) becomes a code cell holding the included
-    source, dedented, tagged `engine-listing`. A listing made of definitions only is
-    runnable: relative imports point at the package, and a name it defines that the
-    package module also defines is imported back from the package at the end of the
-    cell, so running it changes nothing later cells print. A fragment (e.g. lines from
-    inside a function) cannot run alone and is shown as a Markdown code block.
+* The notebook is the EXECUTED one (the outputs the page shows and the verifier
+  checks), made to work in plain Jupyter:
+  - its first code cell carries the engine as of the chapter (its snapshot, see
+    book/_ext/snapshots.py), zipped: it writes the files next to the notebook and
+    imports `engine` from there, so the notebook runs alone with NumPy, SciPy and
+    Matplotlib installed and nothing else;
+  - each ```{listing} engine/x.py``` becomes a Markdown cell with the listing as the
+    page shows it, tagged `engine-listing` (the code runs from the unpacked engine);
   - `from myst_nb import glue` gets a fallback, so the notebook runs without the
     book's Sphinx toolchain installed.
   - each glued figure (```{glue:figure} name```, ```{glue} name```) is shown in the
@@ -25,14 +24,12 @@ per-chapter configuration:
   and a requirements.txt with the runtime subset of the book's pins.
 """
 
-import ast
 import base64
 import copy
 import io
 import json
 import posixpath
 import re
-import textwrap
 import zipfile
 from pathlib import Path
 
@@ -101,198 +98,69 @@ def _parse_directive(directive_class, arg, body):
     return dict(result.options), list(result.body)
 
 
-# -- listings -------------------------------------------------------------------------
+# -- listings and the engine a notebook carries ------------------------------------------
+
+SNAPSHOT_TAG = "engine-snapshot"
 
 
-def read_listing(path, options, config=None):
-    """The text Sphinx's literalinclude shows for `path` with `options`, dedented."""
-    from sphinx.directives.code import LiteralIncludeReader
+def listing_cell(file, options, chapter, root):
+    """A Markdown cell showing one `{listing}` as the page shows it, with its caption."""
+    import listings
 
-    class _Config:
-        source_encoding = "utf-8-sig"
-
-    reader = LiteralIncludeReader(str(path), options, config or _Config())
-    text, _ = reader.read()
-    return textwrap.dedent(text).strip("\n") + "\n"
-
-
-def _module_name(path, root):
-    """`engine/tensor.py` -> `engine.tensor`; `engine/__init__.py` -> `engine`."""
-    try:
-        parts = list(Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("").parts)
-    except ValueError:
-        return None
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts) or None
+    listing = listings.listing_lines(file, options, chapter, root)
+    text = (f"*Listing: {listing.caption()}*\n\n```python\n{listing.text}\n```")
+    meta = {"tags": [LISTING_TAG], "engine_listing": {"file": file, "chapter": listing.chapter,
+                                                      **{k: str(v) for k, v in options.items()}}}
+    return nbformat.v4.new_markdown_cell(text, metadata=meta)
 
 
-def _top_level_names(tree):
-    names = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names += [t.id for t in targets if isinstance(t, ast.Name)]
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names += [(a.asname or a.name).split(".")[0] for a in node.names]
-    return names
+def _zip_bytes(files: dict) -> bytes:
+    """A zip of {name: text} that is the same bytes every time (fixed dates and order)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[name])
+    return buffer.getvalue()
 
 
-def _is_definitions_only(tree):
-    """True when running the code only defines things (no statement with effects)."""
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                             ast.Import, ast.ImportFrom)):
-            continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # a docstring
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            try:
-                ast.literal_eval(node.value)
-                continue
-            except ValueError:
-                pass
-        return False
-    return True
+def snapshot_cell(chapter, root, doc_path=None):
+    """The first code cell of a downloaded chapter: it unpacks the engine as of `chapter`,
+    and the data files the page reads (its front matter's `data_files`), beside itself."""
+    import engine_cache
+    import snapshots
 
-
-def _absolute_imports(code, module):
-    """Point `from .x import y` at the package the listed file belongs to."""
-    package = module.rsplit(".", 1)[0] if module and "." in module else (module or "")
-    if module and Path(module.replace(".", "/")).name == "__init__":
-        package = module
-
-    def fix(match):
-        dots, rest = match["dots"], match["rest"]
-        base = package.split(".")
-        base = base[: len(base) - (len(dots) - 1)] if len(dots) > 1 else base
-        target = ".".join([p for p in base if p] + ([rest] if rest else []))
-        return f"{match['indent']}from {target} import"
-
-    return re.sub(r"^(?P<indent>\s*)from (?P<dots>\.+)(?P<rest>[\w.]*) import", fix, code,
-                  flags=re.M)
-
-
-def bound_names(source):
-    """Names a code cell binds at module level (not inside its functions or classes)."""
-    source = "\n".join(ln for ln in source.splitlines()
-                       if not ln.lstrip().startswith(("%", "!")))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names = set()
-
-    def visit(node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-            return
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            return
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-                             ast.GeneratorExp)):
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return names
-
-
-def _definition_time_names(tree):
-    """Names a definitions-only listing reads while it runs (bases, decorators,
-    defaults, class-level statements), in order; function bodies run later."""
-    used = []
-
-    def loads(node):
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-                used.append(sub.id)
-
-    def visit(statements):
-        for node in statements:
-            if isinstance(node, ast.ClassDef):
-                for part in node.bases + node.decorator_list + [k.value for k in node.keywords]:
-                    loads(part)
-                visit(node.body)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for part in node.decorator_list + node.args.defaults + [
-                        d for d in node.args.kw_defaults if d is not None]:
-                    loads(part)
-            elif not isinstance(node, (ast.Import, ast.ImportFrom)):
-                loads(node)
-
-    visit(tree.body)
-    return list(dict.fromkeys(used))
-
-
-def listing_cells(path, options, root, label, bound=()):
-    """Cells for one listing: a runnable code cell, or a Markdown block for a fragment.
-
-    `bound` holds the names earlier cells bind. Running the listing must not change
-    what later cells see, so each name it defines is given back afterwards: re-imported
-    from the package when an earlier cell had bound it (the listing's copy would be a
-    second, different class or function), deleted when nothing had (a method listed
-    alone, e.g. `Tensor.sum`, would otherwise hide Python's own `sum`).
-    """
-    code = read_listing(path, options)
-    module = _module_name(path, root)
-    what = options.get("pyobject") or ", ".join(
-        f":{k}: {v}" for k, v in options.items()
-        if k in ("start-after", "start-at", "end-before", "end-at", "lines"))
-    header = f"# Listing: {label}" + (f" ({what})" if what else "")
-    meta = {"tags": [LISTING_TAG], "engine_listing": {"file": label, **{
-        k: str(v) for k, v in options.items()}}}
-    try:
-        tree = ast.parse(code)
-        runnable = _is_definitions_only(tree)
-    except SyntaxError:
-        runnable = False
-    if not runnable:
-        meta["engine_listing"]["runnable"] = False
-        text = (f"*Listing: `{label}`" + (f" ({what})" if what else "")
-                + ", a fragment that runs as part of the package:*\n\n```python\n"
-                + code + "```")
-        return [nbformat.v4.new_markdown_cell(text, metadata=meta)]
-    meta["engine_listing"]["runnable"] = True
-    code = _absolute_imports(code, module)
-    lines = [header + ": the package's own source", code.rstrip("\n")]
-    module_names = set()
-    if module:
-        try:
-            module_names = set(_top_level_names(ast.parse(Path(path).read_text())))
-        except (OSError, SyntaxError):
-            pass
-    defined = [node.name for node in tree.body
-               if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    defined += [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                if isinstance(t, ast.Name)]
-    defined = list(dict.fromkeys(defined))
-    import builtins
-
-    # what the listing needs to run that no earlier cell bound: import it from the package
-    defined_so_far = set(defined) | set(_top_level_names(tree))
-    needed = [n for n in _definition_time_names(tree)
-              if n not in bound and n not in defined_so_far and n in module_names
-              and not hasattr(builtins, n)]
-    if needed:
-        lines.insert(1, f"from {module} import {', '.join(needed)}"
-                        "  # what this listing needs to run here")
-    restore = [n for n in defined if n in bound and n in module_names]
-    forget = [n for n in defined + needed if n not in bound]
-    if restore:
-        lines.append(f"from {module} import {', '.join(restore)}"
-                     "  # later cells use the package's own definitions")
-    if forget:
-        lines.append(f"del {', '.join(forget)}"
-                     "  # shown, not kept: later cells use what they import from the package")
-    return [nbformat.v4.new_code_cell("\n".join(lines) + "\n", metadata=meta)]
+    folder = f"engine-as-of-{chapter}"
+    files = {f"{folder}/{name}": text
+             for name, text in snapshots.snapshot_files(chapter, root).items()}
+    data = engine_cache.data_files(doc_path) if doc_path is not None else []
+    for path in data:
+        files[Path(path).relative_to(Path(doc_path).resolve().parent).as_posix()] = (
+            Path(path).read_text(encoding="utf-8"))
+    packed = base64.b64encode(_zip_bytes(files)).decode()
+    rows = [packed[i:i + 76] for i in range(0, len(packed), 76)]
+    what = f"{len(files) - len(data)} files" + (
+        f" and the data it reads ({', '.join(sorted(f for f in files if not f.startswith(folder)))})"
+        if data else "")
+    source = "\n".join([
+        f"# The engine as of this chapter ({chapter}), carried by this notebook: this cell writes",
+        f"# its {what} beside the notebook, and imports `engine` from ./{folder}/.",
+        "import base64, io, sys, zipfile",
+        "from pathlib import Path",
+        "",
+        "_engine_zip = (",
+        *[f'    "{row}"' for row in rows],
+        ")",
+        "zipfile.ZipFile(io.BytesIO(base64.b64decode(_engine_zip))).extractall()",
+        f'sys.path.insert(0, str(Path("{folder}").resolve()))',
+        "for _name in [m for m in sys.modules if m == \"engine\" or m.startswith(\"engine.\")]:",
+        "    del sys.modules[_name]  # another engine imported earlier in this kernel",
+        "del _engine_zip",
+    ])
+    return nbformat.v4.new_code_cell(source, metadata={
+        "tags": [SNAPSHOT_TAG, "hide-input"], "engine_snapshot": {"chapter": chapter}})
 
 
 # -- glue -----------------------------------------------------------------------------
@@ -364,11 +232,12 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
     nb = copy.deepcopy(nb)
     doc_path = Path(doc_path)
     glued = glued_outputs(nb, glue_data)
-    cells = []
-    bound = set()  # names the code cells so far bind
+    import engine_cache
+
+    chapter = engine_cache.snapshot_of(doc_path, root)
+    cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            bound |= bound_names(cell.source)
             source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                             flags=re.M)
             cell.source = source
@@ -383,18 +252,12 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
         for start, end, name, arg, body, depth, in_code in _fenced_blocks(lines):
             if in_code or name is None:
                 continue
-            if name == "literalinclude":
-                from sphinx.directives.code import LiteralInclude
+            if name == "listing":
+                import listings
 
-                options, _ = _parse_directive(LiteralInclude, arg, body)
-                target = (root / arg.lstrip("/")) if arg.startswith("/") else (doc_path.parent / arg)
-                target = target.resolve()
-                try:
-                    label = target.relative_to(Path(root).resolve()).as_posix()
-                except ValueError:
-                    label = target.name
-                new = listing_cells(target, options, root, label, bound)
-                replacements.append((start, end, "listing", (depth, new, label)))
+                options, _ = _parse_directive(listings._directive(), arg, body)
+                new = [listing_cell(arg, options, doc_path.stem, root)]
+                replacements.append((start, end, "listing", (depth, new, arg)))
             elif name in ("glue:figure", "glue", "glue:any"):
                 replacements.append((start, end, "glue", (arg, body)))
         if not replacements:

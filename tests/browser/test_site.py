@@ -169,7 +169,9 @@ def test_download_menu_gives_the_executed_notebook(book_page, docname):
     outputs = [o for c in code for o in c.outputs]
     expected = [c for c in code if "expect" in c.metadata]
     assert outputs or not expected, "the downloaded notebook has no outputs: not the executed one"
-    assert not any("{literalinclude}" in c.source for c in nb.cells if c.cell_type == "markdown")
+    raw = ("{listing}", "{literalinclude}")
+    assert not any(d in c.source for c in nb.cells if c.cell_type == "markdown" for d in raw)
+    assert "engine-snapshot" in code[0].metadata.get("tags", []), "no engine in the first cell"
 
 
 def test_intro_links_the_archive(book_page):

@@ -1,0 +1,266 @@
+"""The engine as of each chapter, derived from the chapter markers in `engine/`.
+
+Every line of `engine/` belongs to the chapter that introduces it. One comment
+line marks each block:
+
+    #> tensors
+        the lines after it belong to chapter `tensors`
+
+    #< tensors, replaced in speed
+    # ...
+        the commented lines after it are lines of `tensors` that chapter `speed`
+        replaces: every snapshot from `tensors` up to, not including, `speed` has
+        them, uncommented (Crafting Interpreters keeps deleted code the same way)
+
+A block is the lines after its marker that are indented at least as deep as the
+marker, up to the next marker at the same or a lower indentation. A block of
+replaced lines ends at the first line that is not a comment at its indentation.
+Every file starts with a marker, so every line has a chapter. A line after a
+nested block, back at the indentation of the block around it, belongs to that
+block again, so a function that a later chapter adds lines to needs its own
+chapter's marker again after them.
+
+The snapshot of chapter C is every line whose chapter comes no later than C in
+`_toc.yml`, minus the lines replaced by then, with the markers taken out. A module
+whose every line comes later is not in the snapshot. The snapshot of the last
+chapter is the package itself, less its markers and replaced lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "engine"
+
+_ADDED = re.compile(r"^(?P<indent>[ ]*)#> (?P<chapter>[\w-]+)\s*$")
+_REPLACED = re.compile(
+    r"^(?P<indent>[ ]*)#< (?P<chapter>[\w-]+), replaced in (?P<until>[\w-]+)\s*$")
+
+
+class MarkerError(ValueError):
+    def __init__(self, path, line, what):
+        self.path, self.line, self.what = Path(path), line, what
+        super().__init__(f"{path}:{line}: {what}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    text: str  # as the snapshots show it (a replaced line uncommented)
+    chapter: str  # the chapter that introduces it
+    until: str | None  # the chapter that replaces it, if one does
+    number: int  # 1-based line in the file under engine/
+
+
+@functools.lru_cache(maxsize=None)
+def _toc_order(toc_path: str, mtime: float) -> tuple:
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    return tuple(Path(docname).name for docname in parse_toc_yaml(toc_path))
+
+
+def chapter_order(root=ROOT) -> list[str]:
+    """Every page of `_toc.yml` by its file name (`tensors`), in the book's order."""
+    toc = Path(root) / "_toc.yml"
+    return list(_toc_order(str(toc), toc.stat().st_mtime))
+
+
+def parse(text: str, path, order) -> list[Line]:
+    """The lines of one engine file with their chapters; markers dropped."""
+    position = {chapter: i for i, chapter in enumerate(order)}
+
+    def known(chapter, number):
+        if chapter not in position:
+            raise MarkerError(path, number, f"marker names {chapter!r}, which is not a page "
+                              f"of _toc.yml ({', '.join(order)})")
+        return position[chapter]
+
+    lines, stack = [], []  # stack: (indent, chapter, until, replaced)
+    for number, raw in enumerate(text.splitlines(), 1):
+        added, replaced = _ADDED.match(raw), _REPLACED.match(raw)
+        if added or replaced:
+            match = added or replaced
+            indent = len(match["indent"])
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            chapter, until = match["chapter"], replaced["until"] if replaced else None
+            known(chapter, number)
+            if until is not None and known(until, number) <= known(chapter, number):
+                raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
+                                  "which does not come after it")
+            if stack and stack[-1][3] and stack[-1][0] < indent:
+                raise MarkerError(path, number, "a marker inside replaced lines")
+            stack.append((indent, chapter, until, bool(replaced)))
+            continue
+        if not stack:
+            raise MarkerError(path, number, "a line before any chapter marker: start the "
+                              "file with one, such as `#> tensors`")
+        if not raw.strip():
+            lines.append(Line("", stack[-1][1], stack[-1][2], number))
+            continue
+        indent = len(raw) - len(raw.lstrip(" "))
+        while len(stack) > 1 and stack[-1][0] > indent:
+            stack.pop()
+        top = stack[-1]
+        if top[3]:  # replaced lines: comments at the marker's indentation
+            body = raw[top[0]:]
+            if indent == top[0] and body.startswith("# "):
+                lines.append(Line(" " * top[0] + body[2:], top[1], top[2], number))
+                continue
+            if indent == top[0] and body.rstrip() == "#":
+                lines.append(Line("", top[1], top[2], number))
+                continue
+            stack.pop()  # the replaced lines end here; the line belongs to the block around
+            if not stack:
+                raise MarkerError(path, number, "replaced lines at the top of a file")
+            top = stack[-1]
+        if indent < top[0] and len(stack) == 1 and top[0] > 0:
+            raise MarkerError(path, number, "a line less indented than every marker above it")
+        lines.append(Line(raw, top[1], top[2], number))
+    return lines
+
+
+def _keep(line: Line, chapter: str, position: dict) -> bool:
+    """A line the snapshot of `chapter` has. Blank lines are kept wherever they stand
+    (`_tidy` then removes the runs that excluded lines leave behind)."""
+    if not line.text.strip():
+        return True
+    k = position[chapter]
+    return position[line.chapter] <= k and (line.until is None or position[line.until] > k)
+
+
+_TOP_DEFINITION = re.compile(r"(def|class|async def|@)\b")
+
+
+def _tidy(lines: list[Line]) -> list[Line]:
+    """Blank lines as PEP 8 spaces them, where left-out lines left theirs: inside a block
+    at most one in a row; at the top level two around a function or class, else one;
+    none at the ends of the file."""
+    out, blanks = [], []
+    for line in lines:
+        if not line.text.strip():
+            blanks.append(line)
+            continue
+        if out and blanks:
+            if line.text[:1] == " ":
+                most = 1
+            elif _TOP_DEFINITION.match(line.text) or out[-1].text[:1] == " ":
+                most = 2
+            else:
+                most = 1
+            out.extend(blanks[:most])
+        blanks = []
+        out.append(line)
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _engine_lines(root: str, stamp: tuple) -> dict:
+    root = Path(root)
+    order = chapter_order(root)
+    files = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        relative = path.relative_to(root).as_posix()
+        files[relative] = tuple(parse(path.read_text(encoding="utf8"), path, order))
+    return files
+
+
+def _stamp(root: Path) -> tuple:
+    paths = sorted(p for p in (root / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts)
+    toc = root / "_toc.yml"
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths + [toc])
+
+
+def engine_lines(root=ROOT) -> dict[str, tuple]:
+    """{`engine/x.py`: its Lines} for every module of the package."""
+    root = Path(root).resolve()
+    return _engine_lines(str(root), _stamp(root))
+
+
+def engine_chapters(root=ROOT) -> list[str]:
+    """The chapters that introduce or replace engine lines, in the book's order."""
+    used = {line.chapter for lines in engine_lines(root).values() for line in lines}
+    used |= {line.until for lines in engine_lines(root).values() for line in lines if line.until}
+    return [chapter for chapter in chapter_order(root) if chapter in used]
+
+
+def snapshot_lines(chapter: str, root=ROOT) -> dict[str, list[Line]]:
+    """{`engine/x.py`: the Lines it has as of `chapter`}; modules with none left out."""
+    order = chapter_order(root)
+    if chapter not in order:
+        raise KeyError(f"{chapter!r} is not a page of _toc.yml")
+    position = {c: i for i, c in enumerate(order)}
+    snapshot = {}
+    for relative, lines in engine_lines(root).items():
+        kept = _tidy([line for line in lines if _keep(line, chapter, position)])
+        if any(line.text.strip() for line in kept):
+            snapshot[relative] = kept
+    return snapshot
+
+
+def snapshot_files(chapter: str, root=ROOT) -> dict[str, str]:
+    """{`engine/x.py`: its source as of `chapter`}."""
+    return {relative: "\n".join(line.text for line in lines) + "\n"
+            for relative, lines in snapshot_lines(chapter, root).items()}
+
+
+def snapshot_hash(chapter: str, root=ROOT) -> str:
+    """A short hash of the snapshot's files: what a chapter's cached outputs depend on."""
+    digest = hashlib.sha256()
+    for relative, text in sorted(snapshot_files(chapter, root).items()):
+        digest.update(relative.encode() + b"\0" + text.encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def last_chapter(root=ROOT) -> str:
+    return chapter_order(root)[-1]
+
+
+def write_snapshot(chapter: str, folder, root=ROOT) -> Path:
+    """Write the snapshot as `<folder>/engine/...` (only if it changed); return `folder`.
+
+    Put `folder` first on `sys.path` (or in PYTHONPATH) and `import engine` is the
+    engine as of `chapter`.
+    """
+    folder = Path(folder)
+    files = snapshot_files(chapter, root)
+    target = folder / PACKAGE
+    for old in sorted(target.rglob("*.py")) if target.exists() else []:
+        if old.relative_to(folder).as_posix() not in files:
+            old.unlink()
+    for relative, text in files.items():
+        path = folder / relative
+        if not path.exists() or path.read_text(encoding="utf8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf8")
+    return folder
+
+
+# Python imports `sitecustomize` from PYTHONPATH at start-up, after the installed
+# packages' .pth files: an editable install of the engine (`pip install -e .`) puts a
+# finder on sys.meta_path that would answer `import engine.memory` from engine/ when the
+# snapshot has no such module. This takes that finder away, in kernels that run a snapshot.
+SITECUSTOMIZE = """\
+import sys
+
+sys.meta_path[:] = [finder for finder in sys.meta_path
+                    if "engine" not in getattr(sys.modules.get(getattr(finder, "__module__", "")),
+                                               "MAPPING", {})]
+"""
+
+
+def snapshot_folder(chapter: str, build_dir, root=ROOT) -> Path:
+    """`<build>/snapshots/<chapter>-<hash>`, written if missing: the folder to put first on
+    a kernel's PYTHONPATH, so that `import engine` (and `import engine.x`) is the snapshot."""
+    folder = Path(build_dir) / "snapshots" / f"{chapter}-{snapshot_hash(chapter, root)}"
+    if not (folder / PACKAGE / "__init__.py").exists():
+        write_snapshot(chapter, folder, root)
+    if not (folder / "sitecustomize.py").exists():
+        (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return folder
