@@ -129,14 +129,15 @@ def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
         keep = set()
         for i in new:
             keep |= {i - 1, i, i + 1}
-        keep.add(0)  # the def line: where it goes
+        if what:
+            keep.add(0)  # the def line: where the additions go
         for i in range(1, len(shown) - 1):  # no `...` for one line left out
             if i - 1 in keep and i + 1 in keep:
                 keep.add(i)
         kept, new_kept, previous = [], set(), -1
         for i, line in enumerate(shown):
             if i in keep:
-                if previous >= 0 and i > previous + 1:
+                if i > previous + 1:  # lines left out before this one
                     kept.append(None)
                 if i in new:
                     new_kept.add(len(kept))
