@@ -475,6 +475,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
         section["rebuild"] = statistics.median(rebuilds_seconds)
 
         sys.path.insert(0, str(copy / "book" / "_ext"))
+        import engine_cache
         import expectations as ex
 
         chapters = []
@@ -488,8 +489,10 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
             runs = []
             for _ in range(script_repeats):
                 start = time.perf_counter()
+                # on the engine as of the chapter, as in the build
+                chapter_env = {**env, **engine_cache.kernel_env(path, copy / "_build", copy)}
                 result = subprocess.run([sys.executable, str(script)], cwd=path.parent,
-                                        env=env, stdout=subprocess.DEVNULL,
+                                        env=chapter_env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
                 runs.append(time.perf_counter() - start)
                 if result.returncode != 0:
