@@ -116,8 +116,12 @@ def _check_reduction(reduction):
                          f"got {reduction!r}")
 
 
-def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
-    """-log softmax(logits)[i, targets[i]] per kept row, then reduced."""
+def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
+    """-log softmax(logits)[i, targets[i]] per kept row, then reduced.
+
+    A row whose target is `ignore_index` (-100 unless told, PyTorch's default)
+    is not kept: loss 0, gradient 0, and not counted by the mean.
+    """
     _check_reduction(reduction)
     targets, kept = _check_targets(logits, targets, ignore_index)
     rows = np.arange(len(targets))
@@ -146,7 +150,7 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
                           backward_fn)
 
 
-def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
+def nll_loss(log_probs, targets, reduction="mean", ignore_index=-100):
     """The same loss from log-probabilities, by indexing: unfused."""
     _check_reduction(reduction)
     targets, kept = _check_targets(log_probs, targets, ignore_index)

@@ -654,12 +654,12 @@ CASES = [
                "Labels numbered from 1 need `targets - 1`.",
     ),
     Case(
-        id="target-minus-100", section="losses", title="PyTorch's ignored target, -100",
-        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -100])",
-        raises=(ValueError, "target -100 at row 1 is out of range for 3 classes (valid: 0 "
+        id="target-minus-one", section="losses", title="Padding marked -1 instead of -100",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -1])",
+        raises=(ValueError, "target -1 at row 1 is out of range for 3 classes (valid: 0 "
                             "to 2)"),
-        advice="PyTorch ignores -100 by default; the engine ignores nothing unless asked: "
-               "pass `ignore_index=-100`.",
+        advice="As in PyTorch, only targets equal to `ignore_index` are skipped, and it is "
+               "-100 unless you pass another: `ignore_index=-1` here.",
     ),
     Case(
         id="float-targets", section="losses", title="Targets as floats",
