@@ -178,7 +178,8 @@ def mse_loss(input, target, reduction="mean"):
     if target.shape != input.shape:  # PyTorch broadcasts, with a warning
         raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
                          f"{target.shape}: give them one shape")
-    diff = input.data - target.data
+    diff = input.data - target.data  # all the closure keeps, with two flags
+    input_needs, target_needs = input.requires_grad, target.requires_grad
     scale = 1.0 / diff.size if reduction == "mean" and diff.size else 1.0
     if reduction == "none":
         loss = diff * diff
@@ -189,7 +190,6 @@ def mse_loss(input, target, reduction="mean"):
 
     def backward_fn(y_bar):
         d_bar = 2.0 * diff * y_bar * scale  # d(d^2)/dd = 2 d, and the mean's 1/n
-        return (d_bar if input.requires_grad else None,
-                -d_bar if target.requires_grad else None)
+        return (d_bar if input_needs else None, -d_bar if target_needs else None)
 
     return input._result(np.asarray(loss), (input, target), "mse_loss", backward_fn)

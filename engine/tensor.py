@@ -930,10 +930,11 @@ def where(condition, a, b):
                         "make it by a comparison, such as x.data > 0")
     a, b = _operands(a, b, "where")
     broadcast_shape(condition.shape, np.broadcast_shapes(a.shape, b.shape), "where")
+    a_needs, b_needs = a.requires_grad, b.requires_grad  # flags: `where` saves only the mask
 
     def backward_fn(y_bar):
-        return (np.where(condition, y_bar, 0.0) if a.requires_grad else None,
-                np.where(condition, 0.0, y_bar) if b.requires_grad else None)
+        return (np.where(condition, y_bar, 0.0) if a_needs else None,
+                np.where(condition, 0.0, y_bar) if b_needs else None)
 
     return a._result(np.where(condition, a.data, b.data), (a, b), "where", backward_fn)
 
