@@ -233,6 +233,11 @@ class Tensor:
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions (np.sum, np.mean, ...) would see no graph: say what to call instead."""
         name = func.__name__
+        #> catalogue
+        if name in ("concatenate", "stack", "where"):  # the engine has its own
+            raise TypeError(f"np.{name} does not take a Tensor: NumPy would see no graph. Use "
+                            f"engine.{name}, which records it, or pass x.data for a constant")
+        #> errors
         raise TypeError(f"np.{name} does not take a Tensor: NumPy would see no graph. Use the "
                         "Tensor's own methods and operators, or pass x.data for a constant")
 

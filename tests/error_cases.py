@@ -822,9 +822,10 @@ CASES = [
         raises=(TypeError, "np.sum does not take a Tensor: NumPy would see no graph. Use the "
                            "Tensor's own methods and operators, or pass x.data for a constant"),
         advice="Use the method, `x.sum()`, which records the graph, or `np.sum(x.data)` for "
-               "a constant. Other NumPy functions (`np.mean`, `np.concatenate`, ...) say the "
-               "same; the engine has no method for some of them, such as `concatenate`, so "
-               "build those results from operations.",
+               "a constant. Other NumPy functions (`np.mean`, `np.var`, ...) say the same. "
+               "For `np.concatenate`, `np.stack` and `np.where` the message names the "
+               "engine's own function (appendix {doc}`catalogue`), `engine.concatenate` "
+               "and so on.",
     ),
     Case(
         id="compare-tensors", section="python", title="Comparing a Tensor with a number",

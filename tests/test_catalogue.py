@@ -532,6 +532,17 @@ def test_bad_input_gets_a_message_naming_the_problem(call, error, words):
         call()
 
 
+@pytest.mark.parametrize("name, call", [
+    ("concatenate", lambda t: np.concatenate([t, t])),
+    ("stack", lambda t: np.stack([t, t])),
+    ("where", lambda t: np.where(t.data > 0, t, 0.0)),
+])
+def test_numpys_own_function_names_the_engines(name, call):
+    with pytest.raises(TypeError, match=rf"np.{name} does not take a Tensor: .* Use "
+                                        rf"engine.{name}, which records it"):
+        call(Tensor([1.0, -1.0]))
+
+
 # -- random programs with the new operations ----------------------------------------------
 
 
