@@ -42,3 +42,7 @@ from .memory import no_grad, checkpoint, saved_arrays, saved_nbytes
 from . import memory
 
 __all__ += ["no_grad", "checkpoint", "saved_arrays", "saved_nbytes", "memory"]
+#> catalogue
+from .tensor import concatenate, maximum, minimum, stack, where
+
+__all__ += ["concatenate", "maximum", "minimum", "stack", "where"]

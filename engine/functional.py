@@ -116,8 +116,12 @@ def _check_reduction(reduction):
                          f"got {reduction!r}")
 
 
-def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
-    """-log softmax(logits)[i, targets[i]] per kept row, then reduced."""
+def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
+    """-log softmax(logits)[i, targets[i]] per kept row, then reduced.
+
+    A row whose target is `ignore_index` (-100 unless told, PyTorch's default)
+    is not kept: loss 0, gradient 0, and not counted by the mean.
+    """
     _check_reduction(reduction)
     targets, kept = _check_targets(logits, targets, ignore_index)
     rows = np.arange(len(targets))
@@ -146,7 +150,7 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=None):
                           backward_fn)
 
 
-def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
+def nll_loss(log_probs, targets, reduction="mean", ignore_index=-100):
     """The same loss from log-probabilities, by indexing: unfused."""
     _check_reduction(reduction)
     targets, kept = _check_targets(log_probs, targets, ignore_index)
@@ -159,3 +163,33 @@ def nll_loss(log_probs, targets, reduction="mean", ignore_index=None):
     if not kept.any():
         return losses.sum() * 0.0 + np.nan  # nan, with a zero gradient
     return losses.sum() / int(kept.sum())
+
+
+#> catalogue
+def mse_loss(input, target, reduction="mean"):
+    """(input - target)^2 per entry, then reduced: the mean (PyTorch's default), the sum,
+    or none. The target may be a Tensor that needs a gradient, or a constant."""
+    _check_reduction(reduction)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"mse_loss: input must be a Tensor, got {type(input).__name__}: "
+                        "wrap it, Tensor(input), to get its gradient")
+    if not isinstance(target, Tensor):
+        target = Tensor(target, requires_grad=False)
+    if target.shape != input.shape:  # PyTorch broadcasts, with a warning
+        raise ValueError(f"mse_loss: input of shape {input.shape} and target of shape "
+                         f"{target.shape}: give them one shape")
+    diff = input.data - target.data  # all the closure keeps, with two flags
+    input_needs, target_needs = input.requires_grad, target.requires_grad
+    scale = 1.0 / diff.size if reduction == "mean" and diff.size else 1.0
+    if reduction == "none":
+        loss = diff * diff
+    elif reduction == "sum":
+        loss = (diff * diff).sum()
+    else:  # the mean of no entries is nan, as in PyTorch
+        loss = (diff * diff).sum() * scale if diff.size else np.nan
+
+    def backward_fn(y_bar):
+        d_bar = 2.0 * diff * y_bar * scale  # d(d^2)/dd = 2 d, and the mean's 1/n
+        return (d_bar if input_needs else None, -d_bar if target_needs else None)
+
+    return input._result(np.asarray(loss), (input, target), "mse_loss", backward_fn)

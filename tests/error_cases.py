@@ -654,12 +654,12 @@ CASES = [
                "Labels numbered from 1 need `targets - 1`.",
     ),
     Case(
-        id="target-minus-100", section="losses", title="PyTorch's ignored target, -100",
-        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -100])",
-        raises=(ValueError, "target -100 at row 1 is out of range for 3 classes (valid: 0 "
+        id="target-minus-one", section="losses", title="Padding marked -1 instead of -100",
+        code="functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -1])",
+        raises=(ValueError, "target -1 at row 1 is out of range for 3 classes (valid: 0 "
                             "to 2)"),
-        advice="PyTorch ignores -100 by default; the engine ignores nothing unless asked: "
-               "pass `ignore_index=-100`.",
+        advice="As in PyTorch, only targets equal to `ignore_index` are skipped, and it is "
+               "-100 unless you pass another: `ignore_index=-1` here.",
     ),
     Case(
         id="float-targets", section="losses", title="Targets as floats",
@@ -822,9 +822,10 @@ CASES = [
         raises=(TypeError, "np.sum does not take a Tensor: NumPy would see no graph. Use the "
                            "Tensor's own methods and operators, or pass x.data for a constant"),
         advice="Use the method, `x.sum()`, which records the graph, or `np.sum(x.data)` for "
-               "a constant. Other NumPy functions (`np.mean`, `np.concatenate`, ...) say the "
-               "same; the engine has no method for some of them, such as `concatenate`, so "
-               "build those results from operations.",
+               "a constant. Other NumPy functions (`np.mean`, `np.var`, ...) say the same. "
+               "For `np.concatenate`, `np.stack` and `np.where` the message names the "
+               "engine's own function (appendix {doc}`catalogue`), `engine.concatenate` "
+               "and so on.",
     ),
     Case(
         id="compare-tensors", section="python", title="Comparing a Tensor with a number",

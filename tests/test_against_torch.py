@@ -927,14 +927,14 @@ def test_difference_a_result_keeps_its_grad():
         assert y_t.grad is None
 
 
-def test_difference_cross_entropy_ignores_no_index_by_default():
-    """Chapter losses: ignore_index=None; PyTorch's default is -100 (pass it to compare)."""
+def test_cross_entropy_ignores_minus_100_by_default_as_pytorch():
+    """Chapter losses: ignore_index=-100 by default, as PyTorch; None ignores nothing."""
     logits, targets = np.array([[1.0, 2.0, 0.5], [0.0, 0.0, 1.0]]), np.array([1, -100])
     with pytest.raises(ValueError, match="target -100 at row 1 is out of range"):
-        F.cross_entropy(Tensor(logits), targets)
+        F.cross_entropy(Tensor(logits), targets, ignore_index=None)
     with pytest.raises(ValueError, match="target -100 at row 1 is out of range"):
-        F.nll_loss(Tensor(logits), targets)
-    compare(lambda t: F.cross_entropy(t, targets, ignore_index=-100),
+        F.nll_loss(Tensor(logits), targets, ignore_index=None)
+    compare(lambda t: F.cross_entropy(t, targets),
             lambda t: torch.nn.functional.cross_entropy(t, torch.from_numpy(targets)), [logits])
 
 
