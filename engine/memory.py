@@ -17,7 +17,9 @@ those cells are exactly what stays alive until backward runs.
 """
 
 import contextlib
+#> speed
 import gc
+#> memory
 import weakref
 
 import numpy as np
@@ -39,8 +41,10 @@ class VersionedArray(np.ndarray):
     `a.flat[i] = v`): catching them would need a hook on every NumPy call.
     """
 
-    __slots__ = ()  # no per-array __dict__: chapter `memory`, "Many small objects"
+    #> speed
+    __slots__ = ()  # no per-array __dict__: appendix `speed`, "Many small objects"
 
+    #> memory
     @classmethod
     def of(cls, value):
         """`value` as a float64 VersionedArray: itself if it is one, else a view (no copy)."""
@@ -129,6 +133,7 @@ def no_grad():
         _grad_enabled[0] = previous
 
 
+#> speed
 class collector_paused:
     """`with collector_paused():` pauses Python's cycle collector, then restores its state.
 
@@ -136,7 +141,7 @@ class collector_paused:
     node refers to its parents, never to its children), so reference counting
     frees it and the cycle collector finds nothing in it; but the sweep's
     allocations would trigger the collector again and again, and each time it
-    would walk the whole graph (chapter `memory`, "Many small objects").
+    would walk the whole graph (appendix `speed`, "Many small objects").
     """
 
     def __enter__(self):
@@ -148,6 +153,7 @@ class collector_paused:
             gc.enable()
 
 
+#> memory
 # -- what a closure saves -----------------------------------------------------------
 
 

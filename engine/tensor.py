@@ -17,7 +17,10 @@ import numpy as np
 
 #> shapes
 from .shapes import broadcast_shape, unbroadcast
-#> memory
+#< memory, replaced in speed
+# from .memory import (VersionedArray, check_saved, is_grad_enabled,
+#                      record_versions, release)
+#> speed
 from .memory import (VersionedArray, check_saved, collector_paused, is_grad_enabled,
                      record_versions, release)
 
@@ -26,9 +29,9 @@ from .memory import (VersionedArray, check_saved, collector_paused, is_grad_enab
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
 
-    #> memory
-    # Named slots instead of a per-object __dict__: fewer bytes per node (chapter
-    # `memory`, "Many small objects").
+    #> speed
+    # Named slots instead of a per-object __dict__: fewer bytes per node (appendix
+    # `speed`, "Many small objects").
     __slots__ = ("_data", "grad", "requires_grad", "parents", "op", "backward_fn",
                  "saved_versions", "__weakref__")
 
@@ -515,11 +518,12 @@ class Tensor:
                 order.append(stack.pop())
         return order
 
+    #> memory
+    def backward(self, gradient=None, retain_graph=False):
     #< tensors, replaced in memory
     # def backward(self, gradient=None):
     #     """Seed this tensor's grad (ones by default) and run every closure in reverse order."""
     #> memory
-    def backward(self, gradient=None, retain_graph=False):
         """Seed this tensor's grad (ones by default) and run every closure in reverse order.
 
         Then free the graph (closures and saved values) unless `retain_graph`.
@@ -547,19 +551,16 @@ class Tensor:
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
         #> errors
         self._add_grad(self._seed(gradient))
-        #< tensors, replaced in memory
+        #< tensors, replaced in errors
         # for node in reversed(order):
         #     node._run_closure()
-        #> memory
-        #< memory, replaced in errors
-        # with collector_paused():  # a graph has no cycles: see "Many small objects"
-        #> errors
-        with collector_paused(), trouble.watch():  # no cycles: see chapter `memory`
-            #> memory
+        #< errors, replaced in speed
+        # with trouble.watch():
+        #> speed
+        with collector_paused(), trouble.watch():  # no cycles: see "Many small objects"
+            #> errors
             for node in reversed(order):
-                #> errors
                 trouble.op = node.op
-                #> memory
                 node._run_closure()
         #> memory
         if not retain_graph:
