@@ -32,7 +32,7 @@ MEASURED = {
     "forward-mode": {
         "fig-forward-cost": "wall-clock time of n forward sweeps and one backward sweep",
         "cost_ratio_256": "ratio of two wall-clock times",
-        "forward_cheaper_up_to": "the n where two measured wall-clock times cross",
+        "backward_cheaper_from": "the n from which one measured wall-clock time stays below another",
     },
     "memory": {
         "fig-memory-growth": "tracemalloc in a live kernel also counts the kernel's own "
@@ -43,6 +43,8 @@ MEASURED = {
         "time_plain": "wall-clock time",
         "time_min": "wall-clock time",
         "time_max": "wall-clock time",
+    },
+    "speed": {
         "chain_gc_share": "the cycle collector's wall-clock time over the forward pass's",
     },
 }
