@@ -1,5 +1,5 @@
 #> scalar-engine
-"""Var: one number that remembers how it was made.
+"""Var: a float together with a record of the operation that produced it.
 
 Introduced in chapter `scalar-engine` (Computational graphs and reverse
 accumulation). The same shape of code as `engine.tensor.Tensor`, one float at a
@@ -18,7 +18,7 @@ class Var:
         self.value = float(value)
         self.grad = 0.0
         self.requires_grad = requires_grad
-        self.parents = ()        # the Vars this one was computed from
+        self.parents = ()        # the inputs of the operation that produced it
         self.op = ""             # the operation that made it; "" for a leaf
         self.backward_fn = None  # backward_fn(y_bar) returns one VJP per parent
 
@@ -161,7 +161,7 @@ class Var:
     # -- the backward sweep --------------------------------------------------
 
     def topo_order(self):
-        """Every Var this one depends on that needs a grad, parents first, each once."""
+        """This Var and its ancestors that need a grad, once each, no node before its parents."""
         order, visited = [], set()
         stack = [(self, False)]
         while stack:  # iterative depth-first search: no recursion limit
@@ -182,7 +182,7 @@ class Var:
         """Seed this Var's grad with 1 and run every closure in reverse topological order."""
         order = self.topo_order()
         for node in order:
-            if node.parents:  # results start from zero; leaves keep accumulating
+            if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
                 node.grad = 0.0
         self.grad += 1.0
         for node in reversed(order):

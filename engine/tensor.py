@@ -1,5 +1,5 @@
 #> tensors
-"""Tensor: a NumPy array that remembers how it was made.
+"""Tensor: NumPy data together with a record of the operation that produced it.
 
 Introduced in chapter `tensors` (From scalars to tensors). Each operation
 computes its result with NumPy, then records its parents and one closure that
@@ -55,7 +55,7 @@ class Tensor:
         #> tensors
         self.grad = np.zeros(self.data.shape)  # a leaf's grad starts at 0
         self.requires_grad = requires_grad
-        self.parents = ()        # the tensors this one was computed from
+        self.parents = ()        # the inputs of the operation that produced it
         self.op = ""             # the operation that made it; "" for a leaf
         self.backward_fn = None  # backward_fn(y_bar) returns one VJP per parent
         #> memory
@@ -505,7 +505,7 @@ class Tensor:
     # -- the backward sweep --------------------------------------------------
 
     def topo_order(self):
-        """Every tensor this one depends on that needs a grad, parents first, each once."""
+        """This tensor and its ancestors that need a grad, once each, no node before its parents."""
         order, visited, stack = [], {id(self)}, [self]
         while stack:  # iterative depth-first search: no recursion limit
             node = stack[-1]
@@ -542,7 +542,7 @@ class Tensor:
             #> memory
             check_saved(node)  # raises if the graph was freed or a saved value changed
             #> tensors
-            if node.parents:  # results start again; leaves keep accumulating
+            if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
                 #< tensors, replaced in speed
                 # node.grad = np.zeros(node.shape)
                 #> speed
