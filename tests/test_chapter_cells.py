@@ -1,22 +1,22 @@
-"""Part I chapters: every code-cell fence in the source is a code cell of the notebook.
+"""Every chapter: each code-cell fence in the source is a code cell of the notebook, and
+each code exercise has a check its reader runs.
 
 A backtick in the info string of a backtick fence (say ````{exercise} Rebuild `engine/x.py`````)
 makes it an ordinary line, and the cells after it quietly stop being cells: they neither run
 nor get verified. Counting fences against parsed cells catches that.
 """
 
-from pathlib import Path
-
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
-BOOK = Path(__file__).resolve().parent.parent / "book"
-PART_ONE = ["chain-rule", "scalar-engine", "forward-mode"]
+from verifier import ex
+
+CHAPTERS = {ex.slug(path): path for path in ex.chapter_paths()}
 
 
-@pytest.mark.parametrize("chapter", PART_ONE)
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
 def test_every_code_cell_fence_is_a_cell(chapter):
-    source = (BOOK / f"{chapter}.md").read_text()
+    source = CHAPTERS[chapter].read_text()
     notebook = read_myst_markdown_notebook(source)
     cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert len(cells) == source.count("```{code-cell}"), (
@@ -24,10 +24,10 @@ def test_every_code_cell_fence_is_a_cell(chapter):
         f"{len(cells)} code cells parsed; look for a backtick in a directive's title")
 
 
-@pytest.mark.parametrize("chapter", PART_ONE)
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
 def test_every_exercise_has_a_check(chapter):
     """Each exercise whose solution runs code is followed by a check cell before the solution."""
-    source = (BOOK / f"{chapter}.md").read_text()
+    source = CHAPTERS[chapter].read_text()
     pieces = source.split("````{exercise}")[1:]
     for piece in pieces:
         title = piece.splitlines()[0].strip()
