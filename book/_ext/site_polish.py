@@ -12,6 +12,10 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
+* `site_static/engine-site.js` (with rules in engine-site.css): the sidebar buttons
+  work (pydata-sphinx-theme #2451), a solution's title opens it, inline math wraps
+  at its operators and keeps its punctuation, and display equations and tables that
+  scroll sideways are marked as such. Its header comment says why each is needed.
 * Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script only
   if the file is already in `_static` when the page is written. Sphinx itself and
   several extensions (myst-nb, sphinx-proof, sphinx-exercise) copy theirs when the
@@ -90,6 +94,7 @@ def setup(app):
     app.connect("config-inited", _defaults)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.add_css_file("engine-site.css")
+    app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
     # before the themes' handlers: html-page-context stops at the first that returns
     # a template name
     app.connect("html-page-context", _dedupe_assets, priority=450)

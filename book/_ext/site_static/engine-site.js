@@ -1,0 +1,197 @@
+/* Added by book/_ext/site_polish.py: small fixes to how the theme behaves for a reader.
+ *
+ * 1. Sidebar buttons. sphinx-book-theme 1.3 puts its menu and contents buttons in the
+ *    article header, but pydata-sphinx-theme 0.17 (the version it pins) binds its handlers
+ *    to the FIRST `.primary-toggle` / `.secondary-toggle` on the page: its own header button,
+ *    which the book theme hides (pydata-sphinx-theme issue #2451). A click on any later
+ *    button is forwarded to that first one, so both themes' handlers run as designed:
+ *    on a wide screen the menu button hides or shows the sidebar, on a narrow one the
+ *    buttons open the chapter list and the page's contents as dialogs.
+ * 2. A solution's title ("Solution to Exercise 3") opens the solution. The title holds a
+ *    link back to the exercise; a click on it toggled the solution and then jumped away.
+ * 3. Inline math wraps. MathJax 3 has no automatic line breaking, so a long formula is one
+ *    unbreakable box. After typesetting, each inline formula is cut into groups at its
+ *    top-level operators (relations, binary operators, commas: where TeX itself allows an
+ *    inline break) and the browser may wrap between groups. Punctuation that follows a
+ *    formula is kept on its line.
+ * 4. Wide display equations and tables scroll sideways; those that do are marked with
+ *    `eng-overflows` (a shadow at the edge that has more to show) so a reader knows.
+ */
+(function () {
+  "use strict";
+
+  function forwardSidebarToggles() {
+    ["primary", "secondary"].forEach(function (kind) {
+      var toggles = document.querySelectorAll("." + kind + "-toggle");
+      if (toggles.length < 2) {
+        return;
+      }
+      var bound = toggles[0];
+      Array.prototype.slice.call(toggles, 1).forEach(function (button) {
+        button.addEventListener("click", function (event) {
+          event.preventDefault();
+          event.stopPropagation();
+          button.blur();
+          bound.click();
+        });
+      });
+    });
+  }
+
+  function solutionTitlesOpen() {
+    document
+      .querySelectorAll(".solution > .admonition-title a.reference")
+      .forEach(function (link) {
+        link.addEventListener("click", function (event) {
+          event.preventDefault(); // the title's own handler toggles the solution
+        });
+        link.setAttribute("title", "Show or hide the solution");
+      });
+    // arriving at a solution's address opens it
+    var target = window.location.hash && document.getElementById(
+      decodeURIComponent(window.location.hash.slice(1)));
+    if (target && target.classList.contains("solution") &&
+        target.classList.contains("toggle-hidden")) {
+      var title = target.querySelector(":scope > .admonition-title");
+      if (title) {
+        title.click();
+      }
+    }
+  }
+
+  /* -- inline math ------------------------------------------------------------ */
+
+  function isComma(node) {
+    return node.tagName === "MJX-MO" && node.textContent === "" &&
+      !!node.querySelector(":scope > mjx-c.mjx-c2C");
+  }
+
+  function breakBefore(node) {
+    // TeX breaks inline math after a relation or a binary operator: MathJax marks both
+    // with a `space` attribute (their spacing), and the atom after them with another.
+    // A comma's next atom is a break too, which TeX does not do, but a phone needs.
+    var previous = node.previousElementSibling;
+    if (!previous || previous.tagName !== "MJX-MO") {
+      return false;
+    }
+    return (previous.hasAttribute("space") && node.hasAttribute("space")) || isComma(previous);
+  }
+
+  function groupInlineFormula(container) {
+    var math = container.querySelector(":scope > mjx-math");
+    if (!math || math.classList.contains("eng-grouped")) {
+      return;
+    }
+    math.classList.add("eng-grouped");
+    var children = Array.prototype.slice.call(math.children);
+    if (children.length < 2) {
+      return;
+    }
+    var breaks = children.map(breakBefore); // before any child moves
+    var group = null;
+    children.forEach(function (child, i) {
+      if (!group || breaks[i]) {
+        group = document.createElement("mjx-eng-group");
+        math.insertBefore(group, child);
+      }
+      group.appendChild(child);
+    });
+  }
+
+  var PUNCTUATION = /^[.,;:!?)\]’”]+/;
+
+  function keepPunctuation(span) {
+    // ". Then": the period after a formula stays on the formula's line. The formula and
+    // the punctuation share a no-wrap box; inside the formula, groups still wrap.
+    var next = span.nextSibling;
+    if (!next || next.nodeType !== Node.TEXT_NODE) {
+      return;
+    }
+    var match = next.data.match(PUNCTUATION);
+    if (!match) {
+      return;
+    }
+    var together = document.createElement("span");
+    together.className = "eng-math-with-punctuation";
+    span.parentNode.insertBefore(together, span);
+    together.appendChild(span);
+    together.appendChild(document.createTextNode(match[0]));
+    next.data = next.data.slice(match[0].length);
+  }
+
+  function wrapInlineMath() {
+    document.querySelectorAll("span.math").forEach(function (span) {
+      var container = span.querySelector(":scope > mjx-container:not([display])");
+      if (!container) {
+        return;
+      }
+      span.classList.add("eng-inline-math");
+      groupInlineFormula(container);
+      keepPunctuation(span);
+    });
+  }
+
+  /* -- things that scroll sideways --------------------------------------------- */
+
+  var SCROLLERS = "div.math mjx-container, .pst-scrollable-table-container, " +
+    ".bd-article .table-wrapper";
+
+  function markOverflows() {
+    document.querySelectorAll(SCROLLERS).forEach(function (box) {
+      var overflows = box.scrollWidth > box.clientWidth + 1;
+      box.classList.toggle("eng-overflows", overflows);
+      if (overflows) {
+        box.setAttribute("tabindex", "0"); // scrollable with the keyboard too
+        if (!box.getAttribute("title")) {
+          box.setAttribute("title", "Wider than the page: scroll sideways to see the rest");
+        }
+        var atStart = box.scrollLeft <= 1;
+        var atEnd = box.scrollLeft + box.clientWidth >= box.scrollWidth - 1;
+        box.classList.toggle("eng-more-left", !atStart);
+        box.classList.toggle("eng-more-right", !atEnd);
+      } else {
+        box.classList.remove("eng-more-left", "eng-more-right");
+      }
+    });
+  }
+
+  function watchOverflows() {
+    markOverflows();
+    document.querySelectorAll(SCROLLERS).forEach(function (box) {
+      box.addEventListener("scroll", markOverflows, { passive: true });
+    });
+    var pending = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(pending);
+      pending = setTimeout(markOverflows, 100);
+    });
+  }
+
+  function afterMath(callback) {
+    var mathjax = window.MathJax;
+    if (mathjax && mathjax.startup && mathjax.startup.promise) {
+      mathjax.startup.promise.then(callback);
+    } else if (document.querySelector(".math") && (afterMath.tries = (afterMath.tries || 0) + 1) < 100) {
+      setTimeout(function () { afterMath(callback); }, 100); // MathJax not loaded yet
+    } else {
+      callback();
+    }
+  }
+
+  function start() {
+    forwardSidebarToggles();
+    // the togglebutton script adds the titles' handlers when the DOM is ready
+    setTimeout(solutionTitlesOpen, 0);
+    afterMath(function () {
+      wrapInlineMath();
+      watchOverflows();
+      document.documentElement.classList.add("eng-math-ready");
+    });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
