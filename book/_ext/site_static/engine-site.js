@@ -43,7 +43,14 @@
       .querySelectorAll(".solution > .admonition-title a.reference")
       .forEach(function (link) {
         link.addEventListener("click", function (event) {
-          event.preventDefault(); // the title's own handler toggles the solution
+          // togglebutton's title handler finds its button only when the title itself or
+          // the button is clicked, not a link inside the title: click the button for it
+          event.preventDefault();
+          event.stopPropagation();
+          var button = link.closest(".admonition-title").querySelector(".toggle-button");
+          if (button) {
+            button.click();
+          }
         });
         link.setAttribute("title", "Show or hide the solution");
       });
