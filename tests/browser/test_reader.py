@@ -293,3 +293,21 @@ def test_figure_labels_render_at_a_readable_size(read_only_page, docname):
         f"label {8.5 * dpi / 72 * f['scale']:.1f} px" for f in small)
     assert not closed, "figures a click does not open:\n" + "\n".join(
         f["alt"] or f["src"] for f in closed)
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_a_click_opens_a_figure_at_full_size(reader, shots, width):
+    page, errors = reader("book/memory", WIDTHS[width])
+    img = page.locator("article figure img").first
+    shrunk = img.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    img.click()
+    page.wait_for_timeout(300)
+    dialog = page.locator("dialog#eng-zoom")
+    assert dialog.count() and dialog.evaluate("d => d.open"), "a click did not open the figure"
+    full = dialog.locator("img").evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    assert full == pytest.approx(1, abs=0.01), f"opened at {full:.2f} of full size"
+    page.screenshot(path=str(shots / f"reader-figure-full-size-{width}.png"))
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(200)
+    assert not dialog.evaluate("d => d.open"), "Escape did not close the full-size figure"
+    assert shrunk <= 1.0 and not errors, errors

@@ -16,6 +16,8 @@
  *    formula is kept on its line.
  * 4. Wide display equations and tables scroll sideways; those that do are marked with
  *    `eng-overflows` (a shadow at the edge that has more to show) so a reader knows.
+ * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
+ *    a click, Escape or the close button closes it.
  */
 (function () {
   "use strict";
@@ -174,6 +176,63 @@
     });
   }
 
+  /* -- figures open at full size ------------------------------------------------ */
+
+  var FIGURES = "article figure img, article .cell_output img";
+
+  function zoomDialog() {
+    var dialog = document.getElementById("eng-zoom");
+    if (dialog) {
+      return dialog;
+    }
+    dialog = document.createElement("dialog");
+    dialog.id = "eng-zoom";
+    dialog.className = "eng-zoom";
+    dialog.setAttribute("aria-label", "Figure at full size");
+    dialog.innerHTML = '<button type="button" class="eng-zoom-close" aria-label="Close">' +
+      "\u00d7</button><div class=\"eng-zoom-frame\"></div>";
+    dialog.addEventListener("click", function (event) {
+      if (event.target === dialog || event.target.closest(".eng-zoom-close") ||
+          event.target.tagName === "IMG") {
+        dialog.close();
+      }
+    });
+    dialog.addEventListener("close", function () {
+      dialog.querySelector(".eng-zoom-frame").textContent = "";
+    });
+    document.body.appendChild(dialog);
+    return dialog;
+  }
+
+  function openFullSize(img) {
+    var dialog = zoomDialog();
+    var copy = document.createElement("img");
+    copy.src = img.currentSrc || img.src;
+    copy.alt = img.alt;
+    copy.width = img.naturalWidth;
+    dialog.querySelector(".eng-zoom-frame").appendChild(copy);
+    dialog.showModal();
+  }
+
+  function figuresOpenFullSize() {
+    document.querySelectorAll(FIGURES).forEach(function (img) {
+      if (img.closest("div.animation, a[href]")) {
+        return; // a player's frame, or an image that is already a link
+      }
+      img.classList.add("eng-zoomable");
+      img.setAttribute("tabindex", "0");
+      img.setAttribute("role", "button");
+      img.setAttribute("title", "Open the figure at full size");
+      img.addEventListener("click", function () { openFullSize(img); });
+      img.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") {
+          event.preventDefault();
+          openFullSize(img);
+        }
+      });
+    });
+  }
+
   function afterMath(callback) {
     var mathjax = window.MathJax;
     if (mathjax && mathjax.startup && mathjax.startup.promise) {
@@ -189,6 +248,7 @@
     forwardSidebarToggles();
     // the togglebutton script adds the titles' handlers when the DOM is ready
     setTimeout(solutionTitlesOpen, 0);
+    figuresOpenFullSize();
     afterMath(function () {
       wrapInlineMath();
       watchOverflows();
