@@ -12,6 +12,9 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
+* When `_build/pdf/book.pdf` exists (book/_ext/book_pdf.py printed it), the HTML
+  build copies it to the site's top folder and sets the tag `book_pdf`, which shows
+  the intro's link to it.
 * `site_static/engine-site.js` (with rules in engine-site.css): the sidebar buttons
   work (pydata-sphinx-theme #2451), a solution's title opens it, inline math wraps
   at its operators and keeps its punctuation, and display equations and tables that
@@ -33,9 +36,29 @@ _CDN_FONT_AWESOME = re.compile(
     r"<link\b[^>]*href=[\"']https?://[^\"']*font-?awesome[^\"']*[\"'][^>]*>", re.I)
 
 
+PDF_FOLDER = Path(__file__).resolve().parents[2] / "_build" / "pdf"  # book/_ext/book_pdf.py
+
+
 def _defaults(app, config):
     config.html_context.setdefault("default_mode", "auto")
     config.html_static_path.append(str(STATIC))
+    # the site links the book's PDF when one was printed before the site was built
+    if Path(app.outdir).name == "html" and (PDF_FOLDER / "book.pdf").exists():  # not the PDF's own build
+        config.html_extra_path.append(str(PDF_FOLDER))
+        app.tags.add("book_pdf")
+
+
+def _singlehtml_renders_like_html(app):
+    """sphinx-proof and sphinx-exercise register their nodes' HTML visitors for the
+    `html` builder only, and Sphinx looks up the `singlehtml` builder's visitors by its
+    own name first: the one-page build the PDF is printed from failed on the first
+    theorem. Give `singlehtml` every `html` visitor it has no visitor of its own for."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node_name, visitors in handlers.get("html", {}).items():
+        single.setdefault(node_name, visitors)
 
 
 def _key(asset):
@@ -92,6 +115,7 @@ def _checksum_every_static_link(app, exception):
 
 def setup(app):
     app.connect("config-inited", _defaults)
+    app.connect("builder-inited", _singlehtml_renders_like_html)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.add_css_file("engine-site.css")
     app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
