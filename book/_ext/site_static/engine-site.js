@@ -17,7 +17,8 @@
  * 4. Wide display equations and tables scroll sideways; those that do are marked with
  *    `eng-overflows` (a shadow at the edge that has more to show) so a reader knows.
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
- *    a click, Escape or the close button closes it.
+ *    a click, Escape or the close button closes it. A player's frame opens as the
+ *    frame it shows.
  */
 (function () {
   "use strict";
@@ -216,8 +217,8 @@
 
   function figuresOpenFullSize() {
     document.querySelectorAll(FIGURES).forEach(function (img) {
-      if (img.closest("div.animation, a[href]")) {
-        return; // a player's frame, or an image that is already a link
+      if (img.closest("a[href]")) {
+        return; // already a link
       }
       img.classList.add("eng-zoomable");
       img.setAttribute("tabindex", "0");
