@@ -60,11 +60,13 @@ def _stable_ids(html):
     return html.replace(match[1], digest)
 
 
-def interactive(fig, draw, frames, still=None, interval=900, alt=""):
+def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None):
     """Build a player that calls `draw(frame)` for each frame and redraws `fig`.
 
     `draw` must redraw everything that changes. `still` is the frame shown in
-    the static fallback (default: the last one). The figure is closed.
+    the static fallback (default: the last one). `labels`, one short text per
+    frame, are shown beside the site's frame counter ("Frame 2 of 5: seed").
+    The figure is closed.
     """
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
@@ -77,8 +79,18 @@ def interactive(fig, draw, frames, still=None, interval=900, alt=""):
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
     html = _stable_ids(animation.to_jshtml(default_mode="once"))
-    if alt:
-        html = f'<div class="engine-interactive" role="figure" aria-label="{alt}">{html}</div>'
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if len(labels) != len(frames):
+            raise ValueError(f"interactive: {len(labels)} labels for {len(frames)} frames")
+    if alt or labels:
+        import html as html_text
+        import json
+
+        data = ("" if labels is None else
+                f' data-frame-labels="{html_text.escape(json.dumps(labels), quote=True)}"')
+        html = (f'<div class="engine-interactive" role="figure" '
+                f'aria-label="{alt}"{data}>{html}</div>')
     plt.close(fig)
     return Interactive(html, buffer.getvalue(), len(frames))
 

@@ -18,6 +18,7 @@ Screenshots go to `_build/screenshots/reader-*.png`.
 """
 
 import functools
+import re
 import http.server
 import os
 import threading
@@ -311,3 +312,32 @@ def test_a_click_opens_a_figure_at_full_size(reader, shots, width):
     page.wait_for_timeout(200)
     assert not dialog.evaluate("d => d.open"), "Escape did not close the full-size figure"
     assert shrunk <= 1.0 and not errors, errors
+
+
+# -- players -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_a_player_counts_its_frames_explains_its_speed_and_keeps_one_row(reader, shots, width):
+    page, errors = reader(READER_CHAPTER, WIDTHS[width])
+    player = page.locator("div.animation").first
+    player.scroll_into_view_if_needed()
+    status = player.locator(".eng-player-status")
+    assert status.count(), "the player shows no frame counter"
+    first = status.locator(".eng-frame").inner_text()
+    assert re.fullmatch(r"Frame \d+ of (\d+)(: .+)?", first), first
+    player.locator("button[title='First frame']").click()
+    player.locator("button[title='Next frame']").click()
+    page.wait_for_timeout(100)
+    after = status.locator(".eng-frame").inner_text()
+    assert after.startswith("Frame 2 of "), f"after First, Next: {after!r}"
+    speed = status.locator(".eng-speed").inner_text()
+    assert "slower" in speed and "faster" in speed, speed
+    player.locator("button[title^='Faster']").click()
+    assert status.locator(".eng-speed").inner_text().startswith("speed 1.4"), (
+        status.locator(".eng-speed").inner_text())
+    tops = player.locator(".anim-buttons button").evaluate_all(
+        "bs => bs.map(b => Math.round(b.getBoundingClientRect().top))")
+    assert len(set(tops)) == 1, f"the player's buttons wrap onto {len(set(tops))} rows"
+    player.screenshot(path=str(shots / f"reader-player-{width}.png"))
+    assert not errors, errors

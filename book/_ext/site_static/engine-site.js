@@ -16,6 +16,9 @@
  *    formula is kept on its line.
  * 4. Wide display equations and tables scroll sideways; those that do are marked with
  *    `eng-overflows` (a shadow at the edge that has more to show) so a reader knows.
+ * 6. Players (matplotlib's JavaScript animations) show "Frame k of n" (and the frame's
+ *    step label, when engine.figures.interactive was given labels) and their speed, and
+ *    say what the - and + buttons do.
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
  *    a click, Escape or the close button closes it. A player's frame opens as the
  *    frame it shows.
@@ -234,6 +237,89 @@
     });
   }
 
+  /* -- players ------------------------------------------------------------------ */
+
+  function playerStatus(animation) {
+    var slider = document.getElementById(animation.slider_id);
+    var player = slider && slider.closest("div.animation");
+    return player && player.querySelector(".eng-player-status");
+  }
+
+  function showFrame(animation) {
+    var status = playerStatus(animation);
+    if (!status) {
+      return;
+    }
+    var total = animation.frames.length;
+    var k = animation.current_frame + 1;
+    var labels = status.engLabels || [];
+    var label = labels[animation.current_frame];
+    status.querySelector(".eng-frame").textContent =
+      "Frame " + k + " of " + total + (label ? ": " + label : "");
+    var speed = (animation.engInterval0 || animation.interval) / animation.interval;
+    status.querySelector(".eng-speed").textContent =
+      "speed " + speed.toFixed(1) + "\u00d7 (\u2212 slower, + faster)";
+  }
+
+  function patchPlayer(animation) {
+    // each player's script defines its own Animation class: wrap the object's methods
+    if (animation.engPatched) {
+      return;
+    }
+    animation.engPatched = true;
+    animation.engInterval0 = animation.interval;
+    ["set_frame", "slower", "faster"].forEach(function (name) {
+      var original = animation[name];
+      animation[name] = function () {
+        var result = original.apply(animation, arguments);
+        showFrame(animation);
+        return result;
+      };
+    });
+  }
+
+  function labelPlayers() {
+    document.querySelectorAll("div.animation").forEach(function (player) {
+      if (player.querySelector(".eng-player-status")) {
+        return;
+      }
+      var status = document.createElement("div");
+      status.className = "eng-player-status";
+      status.setAttribute("aria-live", "polite");
+      status.innerHTML = '<span class="eng-frame"></span><span class="eng-speed"></span>';
+      var wrapper = player.closest(".engine-interactive");
+      try {
+        status.engLabels = JSON.parse((wrapper && wrapper.dataset.frameLabels) || "[]");
+      } catch (error) {
+        status.engLabels = [];
+      }
+      var controls = player.querySelector(".anim-controls") || player;
+      controls.insertBefore(status, controls.firstChild);
+      var slower = player.querySelector("button[title='Decrease speed']");
+      var faster = player.querySelector("button[title='Increase speed']");
+      if (slower) { slower.title = "Slower: 0.7 times the speed"; }
+      if (faster) { faster.title = "Faster: about 1.4 times the speed"; }
+      var slider = player.querySelector("input.anim-slider");
+      var id = slider && slider.id.replace("_anim_slider", "");
+      var animation = id && window["anim" + id];
+      if (animation) {
+        patchPlayer(animation);
+        showFrame(animation);
+      } else {
+        var total = slider ? parseInt(slider.max, 10) + 1 : 0;
+        status.querySelector(".eng-frame").textContent = "Frame 1 of " + total;
+      }
+    });
+  }
+
+  function setUpPlayers() {
+    if (!document.querySelector("div.animation")) {
+      return;
+    }
+    // matplotlib creates each player's object in a setTimeout(0) of its own script
+    setTimeout(labelPlayers, 50);
+  }
+
   function afterMath(callback) {
     var mathjax = window.MathJax;
     if (mathjax && mathjax.startup && mathjax.startup.promise) {
@@ -250,6 +336,7 @@
     // the togglebutton script adds the titles' handlers when the DOM is ready
     setTimeout(solutionTitlesOpen, 0);
     figuresOpenFullSize();
+    setUpPlayers();
     afterMath(function () {
       wrapInlineMath();
       watchOverflows();
