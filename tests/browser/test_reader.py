@@ -341,3 +341,24 @@ def test_a_player_counts_its_frames_explains_its_speed_and_keeps_one_row(reader,
     assert len(set(tops)) == 1, f"the player's buttons wrap onto {len(set(tops))} rows"
     player.screenshot(path=str(shots / f"reader-player-{width}.png"))
     assert not errors, errors
+
+
+# -- search --------------------------------------------------------------------------
+
+
+def test_search_lists_each_page_once_with_typeset_snippets(reader):
+    page, errors = reader("search", DESKTOP)
+    page.goto(page.url.split("?")[0] + "?q=broadcast", wait_until="load")
+    page.wait_for_selector("#search-results ul.search > li p.context", timeout=30000)
+    page.wait_for_timeout(2500)  # snippets arrive one page at a time, then MathJax
+    results = page.evaluate("""() => Array.from(
+        document.querySelectorAll('#search-results ul.search > li')).map(li => ({
+          page: li.querySelector('a').getAttribute('href').split('#')[0],
+          snippet: li.querySelector('p.context') ? li.querySelector('p.context').innerText : ''}))""")
+    pages = [r["page"] for r in results]
+    assert len(pages) == len(set(pages)), f"a page listed twice: {pages}"
+    raw = [r for r in results if "\\(" in r["snippet"] or "\\frac" in r["snippet"]]
+    assert not raw, f"raw TeX in snippets: {raw[:2]}"
+    contents = [r for r in results if r["snippet"].rstrip(". ").endswith("Contents")]
+    assert not contents, f"snippets from the page's header, not its text: {contents[:2]}"
+    assert not errors, errors

@@ -19,6 +19,9 @@
  * 6. Players (matplotlib's JavaScript animations) show "Frame k of n" (and the frame's
  *    step label, when engine.figures.interactive was given labels) and their speed, and
  *    say what the - and + buttons do.
+ * 7. Search: a result's snippet is taken from the article only (not the page's header
+ *    and contents list), its math is typeset, and a page listed twice (the page, and a
+ *    definition on it) is listed once.
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
  *    a click, Escape or the close button closes it. A player's frame opens as the
  *    frame it shows.
@@ -320,6 +323,63 @@
     setTimeout(labelPlayers, 50);
   }
 
+  /* -- search results ------------------------------------------------------------- */
+
+  function loadMathJax(callback) {
+    if (window.MathJax && window.MathJax.typesetPromise) {
+      callback();
+      return;
+    }
+    window.MathJax = { startup: { typeset: false, ready: function () {
+      window.MathJax.startup.defaultReady();
+      window.MathJax.startup.promise.then(callback);
+    } } };
+    var script = document.createElement("script");
+    var root = document.documentElement.dataset.content_root || "";
+    script.src = root + "_static/mathjax/tex-chtml.js";
+    script.defer = true;
+    document.head.appendChild(script);
+  }
+
+  function improveSearch() {
+    var out = document.getElementById("search-results");
+    // searchtools.js declares `const Search`: a global binding, not a property of window
+    if (!out || typeof Search === "undefined" || !Search.htmlToText) {
+      return;
+    }
+    var original = Search.htmlToText;
+    Search.htmlToText = function (htmlString, anchor) {
+      var doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(".headerlink, script, style, .bd-header-article, nav, " +
+                           ".prev-next-area, footer, .bd-sidebar-secondary")
+        .forEach(function (element) { element.remove(); });
+      var article = doc.querySelector("article.bd-article");
+      var block = anchor && article ? article.querySelector(anchor) : null;
+      var root = block || article;
+      return root ? root.textContent.replace(/\s+/g, " ") : original(htmlString, anchor);
+    };
+    var seen = {};
+    var pending = null;
+    new MutationObserver(function () {
+      out.querySelectorAll("ul.search > li:not([data-eng-seen])").forEach(function (item) {
+        item.dataset.engSeen = "1";
+        var link = item.querySelector("a");
+        var page = link ? link.getAttribute("href").split("#")[0].split("?")[0] : "";
+        if (page && seen[page]) {
+          item.remove(); // the same page again (a definition on it): listed once
+          return;
+        }
+        seen[page] = true;
+      });
+      clearTimeout(pending);
+      pending = setTimeout(function () {
+        loadMathJax(function () {
+          window.MathJax.typesetPromise([out]).catch(function () {});
+        });
+      }, 300);
+    }).observe(out, { childList: true, subtree: true });
+  }
+
   function afterMath(callback) {
     var mathjax = window.MathJax;
     if (mathjax && mathjax.startup && mathjax.startup.promise) {
@@ -337,6 +397,7 @@
     setTimeout(solutionTitlesOpen, 0);
     figuresOpenFullSize();
     setUpPlayers();
+    improveSearch();
     afterMath(function () {
       wrapInlineMath();
       watchOverflows();
