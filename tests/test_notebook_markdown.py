@@ -74,9 +74,9 @@ def test_blocks_are_titled_and_solutions_folded(site, docname):
     theorems = len(re.findall(r"^\s*`{3,}\{prf:theorem\}", source, re.M))
     exercises = len(re.findall(r"^\s*`{3,}\{exercise\}", source, re.M))
     solutions = len(re.findall(r"^\s*`{3,}\{solution(?:-start)?\}", source, re.M))
-    assert len(re.findall(r"^> \*\*Theorem \d+", text, re.M)) == theorems
-    assert len(re.findall(r"^> \*\*Exercise \d+", text, re.M)) == exercises
-    folded = set(re.findall(r"<summary><b>Solution to Exercise (\d+)", text))
+    assert len(re.findall(r"^> \*\*Theorem [\d.]+", text, re.M)) == theorems
+    assert len(re.findall(r"^> \*\*Exercise [\d.]+", text, re.M)) == exercises
+    folded = set(re.findall(r"<summary><b>Solution to Exercise ([\d.]+)", text))
     assert len(folded) == solutions, f"{len(folded)} folded solutions for {solutions}"
     gated = re.findall(r"^\s*`{3,}\{solution-start\}", source, re.M)
     if gated:
