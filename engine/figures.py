@@ -106,15 +106,24 @@ def _value_of(node):
 def graph_layout(root):
     """Columns by depth (leaves at 0), rows ordered to keep edges short: {id(node): (x, y)}.
 
-    A node's column is its longest path from a leaf. Within a column, nodes are
-    sorted by the mean row of their parents (one barycentre pass), which keeps
-    most edges from crossing on the small graphs of the book.
+    A node's column is its longest path from a leaf; a leaf stands in the column
+    just before its first user, so that its edge skips no column (a bias added late
+    in a network sits beside its addition, not at the far left). Within a column,
+    nodes are sorted by the mean row of their parents (one barycentre pass), which
+    keeps most edges from crossing on the small graphs of the book.
     """
     order = root.topo_order()
     depth = {}
     for node in order:
         parents = [p for p in node.parents if id(p) in depth]
         depth[id(node)] = 1 + max((depth[id(p)] for p in parents), default=-1)
+    users = {}
+    for node in order:
+        for parent in node.parents:
+            users.setdefault(id(parent), []).append(node)
+    for node in order:
+        if not node.parents and id(node) in users:
+            depth[id(node)] = min(depth[id(u)] for u in users[id(node)]) - 1
     columns = {}
     for node in order:
         columns.setdefault(depth[id(node)], []).append(node)
@@ -124,7 +133,7 @@ def graph_layout(root):
         if x > 0:
             def mean_parent_row(node):
                 rows = [position[id(p)][1] for p in node.parents if id(p) in position]
-                return -sum(rows) / len(rows)
+                return -sum(rows) / len(rows) if rows else 0.0  # a leaf: the middle
             nodes = sorted(nodes, key=mean_parent_row)
         for row, node in enumerate(nodes):
             position[id(node)] = (x, -(row - (len(nodes) - 1) / 2))
@@ -171,13 +180,17 @@ def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fon
     for node in order:
         for parent in node.parents:
             if id(parent) in boxes:
-                # an edge that skips a column bends, so it cannot hide behind a box
-                skips = position[id(node)][0] - position[id(parent)][0] > 1
+                # an edge that skips a column bends away from the middle rows, where the
+                # boxes it skips stand: up above the middle, down below it
+                (x0, y0), (x1, y1) = position[id(parent)], position[id(node)]
+                bend = 0.0
+                if x1 - x0 > 1:
+                    bend = -0.35 if (y0 + y1) / 2 >= 0 else 0.35
                 ax.annotate(
-                    "", xy=position[id(node)], xytext=position[id(parent)],
+                    "", xy=(x1, y1), xytext=(x0, y0),
                     arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.2,
                                     shrinkA=1, shrinkB=1, mutation_scale=14,
-                                    connectionstyle=f"arc3,rad={-0.35 if skips else 0}",
+                                    connectionstyle=f"arc3,rad={bend}",
                                     patchA=boxes[id(parent)].get_bbox_patch(),
                                     patchB=boxes[id(node)].get_bbox_patch()),
                     zorder=4,
