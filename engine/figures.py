@@ -72,13 +72,16 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
     from matplotlib.animation import FuncAnimation
 
     frames = list(frames)
+    # Every frame is cut to the same box: the union of the frames' own tight boxes, so
+    # no frame has a wide empty margin and no frame's title runs off its edge.
+    box = _frames_box(fig, draw, frames)
     # The still first: once an animation exists, any canvas.draw() (draw_graph makes one)
     # would also fire the animation's first-frame handler and paint frame 0 over it.
     draw(frames[-1] if still is None else still)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches=box)
     animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
-    html = _stable_ids(animation.to_jshtml(default_mode="once"))
+    html = _stable_ids(_player_html(animation, box, interval))
     if labels is not None:
         labels = [str(label) for label in labels]
         if len(labels) != len(frames):
@@ -93,6 +96,39 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
                 f'aria-label="{alt}"{data}>{html}</div>')
     plt.close(fig)
     return Interactive(html, buffer.getvalue(), len(frames))
+
+
+def _frames_box(fig, draw, frames, pad=0.1):
+    """The smallest box (inches) that holds every frame's drawing, with a margin."""
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for frame in frames:
+        draw(frame)
+        boxes.append(fig.get_tightbbox(renderer))
+    return Bbox.union(boxes).padded(pad)
+
+
+def _player_html(animation, box, interval):
+    """matplotlib's `to_jshtml`, with every frame saved cut to `box` (its own HTMLWriter
+    refuses a bbox_inches, since a tight box per frame would change the frame size)."""
+    import tempfile
+    from pathlib import Path
+
+    from matplotlib.animation import HTMLWriter
+
+    class BoxedWriter(HTMLWriter):
+        def grab_frame(self, **savefig_kwargs):
+            frame = io.BytesIO()
+            self.fig.savefig(frame, format=self.frame_format, dpi=self.dpi, bbox_inches=box)
+            self._saved_frames.append(base64.encodebytes(frame.getvalue()).decode("ascii"))
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "player.html")
+        writer = BoxedWriter(fps=1000 / interval, embed_frames=True, default_mode="once")
+        animation.save(str(path), writer=writer)
+        return path.read_text()
 
 
 # -- computational graphs -------------------------------------------------------
