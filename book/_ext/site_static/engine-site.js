@@ -371,6 +371,14 @@
         }
         seen[page] = true;
       });
+      // the summary counted the page twice: count what is listed
+      var listed = out.querySelectorAll("ul.search > li").length;
+      out.querySelectorAll(":scope > p, p.search-summary").forEach(function (status) {
+        var counted = status.textContent.replace(/found \d+ page\(s\)/, "found " + listed + " page(s)");
+        if (counted !== status.textContent) {
+          status.textContent = counted;
+        }
+      });
       clearTimeout(pending);
       pending = setTimeout(function () {
         loadMathJax(function () {
