@@ -60,27 +60,75 @@ def _stable_ids(html):
     return html.replace(match[1], digest)
 
 
-def interactive(fig, draw, frames, still=None, interval=900, alt=""):
+def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None):
     """Build a player that calls `draw(frame)` for each frame and redraws `fig`.
 
     `draw` must redraw everything that changes. `still` is the frame shown in
-    the static fallback (default: the last one). The figure is closed.
+    the static fallback (default: the last one). `labels`, one short text per
+    frame, are shown beside the site's frame counter ("Frame 2 of 5: seed").
+    The figure is closed.
     """
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
 
     frames = list(frames)
+    # Every frame is cut to the same box: the union of the frames' own tight boxes, so
+    # no frame has a wide empty margin and no frame's title runs off its edge.
+    box = _frames_box(fig, draw, frames)
     # The still first: once an animation exists, any canvas.draw() (draw_graph makes one)
     # would also fire the animation's first-frame handler and paint frame 0 over it.
     draw(frames[-1] if still is None else still)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches=box)
     animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
-    html = _stable_ids(animation.to_jshtml(default_mode="once"))
-    if alt:
-        html = f'<div class="engine-interactive" role="figure" aria-label="{alt}">{html}</div>'
+    html = _stable_ids(_player_html(animation, box, interval))
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if len(labels) != len(frames):
+            raise ValueError(f"interactive: {len(labels)} labels for {len(frames)} frames")
+    if alt or labels:
+        import html as html_text
+        import json
+
+        data = ("" if labels is None else
+                f' data-frame-labels="{html_text.escape(json.dumps(labels), quote=True)}"')
+        html = (f'<div class="engine-interactive" role="figure" '
+                f'aria-label="{alt}"{data}>{html}</div>')
     plt.close(fig)
     return Interactive(html, buffer.getvalue(), len(frames))
+
+
+def _frames_box(fig, draw, frames, pad=0.1):
+    """The smallest box (inches) that holds every frame's drawing, with a margin."""
+    from matplotlib.transforms import Bbox
+
+    renderer = fig.canvas.get_renderer()
+    boxes = []
+    for frame in frames:
+        draw(frame)
+        boxes.append(fig.get_tightbbox(renderer))
+    return Bbox.union(boxes).padded(pad)
+
+
+def _player_html(animation, box, interval):
+    """matplotlib's `to_jshtml`, with every frame saved cut to `box` (its own HTMLWriter
+    refuses a bbox_inches, since a tight box per frame would change the frame size)."""
+    import tempfile
+    from pathlib import Path
+
+    from matplotlib.animation import HTMLWriter
+
+    class BoxedWriter(HTMLWriter):
+        def grab_frame(self, **savefig_kwargs):
+            frame = io.BytesIO()
+            self.fig.savefig(frame, format=self.frame_format, dpi=self.dpi, bbox_inches=box)
+            self._saved_frames.append(base64.encodebytes(frame.getvalue()).decode("ascii"))
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "player.html")
+        writer = BoxedWriter(fps=1000 / interval, embed_frames=True, default_mode="once")
+        animation.save(str(path), writer=writer)
+        return path.read_text()
 
 
 # -- computational graphs -------------------------------------------------------
@@ -94,15 +142,24 @@ def _value_of(node):
 def graph_layout(root):
     """Columns by depth (leaves at 0), rows ordered to keep edges short: {id(node): (x, y)}.
 
-    A node's column is its longest path from a leaf. Within a column, nodes are
-    sorted by the mean row of their parents (one barycentre pass), which keeps
-    most edges from crossing on the small graphs of the book.
+    A node's column is its longest path from a leaf; a leaf stands in the column
+    just before its first user, so that its edge skips no column (a bias added late
+    in a network sits beside its addition, not at the far left). Within a column,
+    nodes are sorted by the mean row of their parents (one barycentre pass), which
+    keeps most edges from crossing on the small graphs of the book.
     """
     order = root.topo_order()
     depth = {}
     for node in order:
         parents = [p for p in node.parents if id(p) in depth]
         depth[id(node)] = 1 + max((depth[id(p)] for p in parents), default=-1)
+    users = {}
+    for node in order:
+        for parent in node.parents:
+            users.setdefault(id(parent), []).append(node)
+    for node in order:
+        if not node.parents and id(node) in users:
+            depth[id(node)] = min(depth[id(u)] for u in users[id(node)]) - 1
     columns = {}
     for node in order:
         columns.setdefault(depth[id(node)], []).append(node)
@@ -112,7 +169,7 @@ def graph_layout(root):
         if x > 0:
             def mean_parent_row(node):
                 rows = [position[id(p)][1] for p in node.parents if id(p) in position]
-                return -sum(rows) / len(rows)
+                return -sum(rows) / len(rows) if rows else 0.0  # a leaf: the middle
             nodes = sorted(nodes, key=mean_parent_row)
         for row, node in enumerate(nodes):
             position[id(node)] = (x, -(row - (len(nodes) - 1) / 2))
@@ -159,13 +216,17 @@ def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fon
     for node in order:
         for parent in node.parents:
             if id(parent) in boxes:
-                # an edge that skips a column bends, so it cannot hide behind a box
-                skips = position[id(node)][0] - position[id(parent)][0] > 1
+                # an edge that skips a column bends away from the middle rows, where the
+                # boxes it skips stand: up above the middle, down below it
+                (x0, y0), (x1, y1) = position[id(parent)], position[id(node)]
+                bend = 0.0
+                if x1 - x0 > 1:
+                    bend = -0.35 if (y0 + y1) / 2 >= 0 else 0.35
                 ax.annotate(
-                    "", xy=position[id(node)], xytext=position[id(parent)],
+                    "", xy=(x1, y1), xytext=(x0, y0),
                     arrowprops=dict(arrowstyle="-|>", color="#555555", lw=1.2,
                                     shrinkA=1, shrinkB=1, mutation_scale=14,
-                                    connectionstyle=f"arc3,rad={-0.35 if skips else 0}",
+                                    connectionstyle=f"arc3,rad={bend}",
                                     patchA=boxes[id(parent)].get_bbox_patch(),
                                     patchB=boxes[id(node)].get_bbox_patch()),
                     zorder=4,

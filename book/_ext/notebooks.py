@@ -173,13 +173,26 @@ def glued_outputs(nb, glue_data=None):
     return found
 
 
-def _glue_figure_markdown(name, body, glued, attachments):
-    """Markdown for a glued figure: the PNG as a cell attachment, caption below."""
+def _glue_figure_markdown(name, body, glued, attachments, resolver=None):
+    """Markdown for a glued figure: the PNG as a cell attachment, caption below, with
+    the figure's number when a resolver knows it. A player shows its still frame, and
+    says so: a notebook viewer does not run the player's script."""
     from myst_nb.ext.glue.directives import PasteFigureDirective
 
     data = glued.get(name, {})
     options, caption_lines = _parse_directive(PasteFigureDirective, name, body)
     caption = "\n".join(caption_lines).strip()
+    label = options.get("name")
+    number = resolver._number(resolver.docname, "figure", label) if resolver and label else None
+    if caption:
+        caption = f"*{caption}*"
+    if number:
+        caption = f"**Figure {number}.** {caption}"
+    html = data.get("text/html", "")
+    html = "".join(html) if isinstance(html, list) else html
+    if 'class="animation"' in html or "engine-interactive" in html:
+        caption += "\n\n" + PLAYER_NOTE
+    anchor = f'<a id="{label}"></a>\n\n' if label else ""
     alt = str(options.get("alt", name)).replace("]", "")
     png = data.get("image/png")
     if png:
@@ -190,7 +203,7 @@ def _glue_figure_markdown(name, body, glued, attachments):
         out = f"`{data['text/plain']}`"
     else:
         out = f"*(figure `{name}`)*"
-    return out + (f"\n\n*{caption}*" if caption else "")
+    return anchor + out + (f"\n\n{caption}" if caption else "")
 
 
 _GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>text|any|md))?\}`(?P<body>[^`]+)`")
@@ -227,8 +240,10 @@ def _paste_glue_roles(text, glued):
 # -- the notebook a reader downloads --------------------------------------------------
 
 
-def reader_notebook(nb, doc_path, root, glue_data=None):
-    """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter."""
+def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
+    """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
+
+    With a `Resolver` (the build passes one), its MyST is rendered to plain Markdown."""
     nb = copy.deepcopy(nb)
     doc_path = Path(doc_path)
     glued = glued_outputs(nb, glue_data)
@@ -241,6 +256,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
             source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                             flags=re.M)
             cell.source = source
+            if resolver is not None:
+                _players_as_stills(cell)
             cells.append(cell)
             continue
         if cell.cell_type != "markdown":
@@ -285,7 +302,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
             chunk.extend(lines[cursor:start])
             if kind == "glue":
                 chunk.extend(_glue_figure_markdown(payload[0], payload[1], glued,
-                                                   attachments).split("\n"))
+                                                   attachments, resolver).split("\n"))
             else:
                 depth, new, label = payload
                 if depth == 0:
@@ -298,6 +315,14 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
         chunk.extend(lines[cursor:])
         flush()
         cells.extend(pending)
+    if resolver is not None:
+        for cell in cells:
+            if cell.cell_type == "markdown" and LISTING_TAG not in cell.metadata.get("tags", []):
+                cell.source = plain_markdown(cell.source, resolver)
+        cells = fold_solutions(cells, resolver)
+        references = resolver.references_cell()
+        if references is not None:
+            cells.append(references)
     nb.cells = cells
     for cell in nb.cells:  # unique ids for the cells made here
         cell.pop("id", None)
@@ -308,6 +333,383 @@ def reader_notebook(nb, doc_path, root, glue_data=None):
     nb.metadata["autodiff_book"] = {"source": doc_path.resolve().relative_to(Path(root).resolve()).as_posix()
                                     if doc_path.resolve().is_relative_to(Path(root).resolve()) else doc_path.name}
     return nb
+
+
+# -- MyST to plain Markdown: a notebook that reads cleanly in JupyterLab and Colab -------
+#
+# The chapters' Markdown cells are MyST: directives (theorems, exercises, dropdowns),
+# roles ({numref}, {prf:ref}, {doc}, {cite}) and `(label)=` targets, which plain Jupyter
+# shows as raw text. The download renders them to Markdown and HTML that plain Jupyter
+# draws: titled blocks as block quotes, solutions and dropdowns as <details>, every
+# reference as the text the page shows (numbers and titles come from the build's own
+# environment: Sphinx's labels and figure numbers, sphinx-proof's and sphinx-exercise's
+# registries), citations as "Author et al., year" with a References cell at the end, and
+# a player as its still frame with a note.
+
+SOLUTION_START = "<!-- engine-solution-start {label} -->"
+SOLUTION_END = "<!-- engine-solution-end -->"
+_SOLUTION_START = re.compile(r"<!-- engine-solution-start (?P<label>\S*) -->")
+_ROLE = re.compile(r"(?<!`)\{(?P<role>[a-z][\w:-]*)\}`(?P<body>[^`]*)`")
+_EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+_TARGET_LINE = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
+PROOF_KINDS = {"theorem", "definition", "lemma", "corollary", "proposition", "remark",
+               "example", "axiom", "conjecture", "criterion", "algorithm", "property",
+               "observation", "assumption", "notation"}
+ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention",
+               "danger", "error", "seealso"}
+
+
+class Resolver:
+    """The text the site shows for a reference, from the build's environment."""
+
+    def __init__(self, env, docname, root):
+        self.env = env
+        self.docname = docname
+        self.root = Path(root)
+        self.cited = []  # bibliography keys in order of first citation
+        self._bib = None
+
+    # labels and numbers
+    def _number(self, docname, kind, label):
+        number = self.env.toc_fignumbers.get(docname, {}).get(kind, {}).get(label)
+        return ".".join(map(str, number)) if number else None
+
+    def _target_doc(self, target):
+        target = target.strip()
+        if target.startswith("/"):
+            return target.lstrip("/")
+        return posixpath.normpath(posixpath.join(posixpath.dirname(self.docname), target))
+
+    def doc(self, text, target):
+        docname = self._target_doc(target)
+        title = self.env.titles[docname].astext() if docname in self.env.titles else target
+        shown = text or title
+        if "kernelspec" in self.env.metadata.get(docname, {}):
+            return f"[{shown}]({posixpath.basename(notebook_name(docname))})"
+        return shown
+
+    def numref(self, text, label):
+        std = self.env.domaindata["std"]["labels"].get(label)
+        if std is None:
+            return self.prf_ref(text, label)
+        docname, labelid, _ = std
+        numfig = self.env.config.numfig_format
+        for kind, fmt in (("figure", None), ("table", None), ("code-block", None),
+                          ("exercise", None)):
+            number = self._number(docname, kind, labelid)
+            if number:
+                if text:
+                    return text.replace("{number}", number).replace("{name}", "")
+                return (numfig.get(kind) or (kind.capitalize() + " %s")).replace("%s", number)
+        return text or std[2]
+
+    def prf_ref(self, text, label):
+        proof = getattr(self.env, "proof_list", {}).get(label)
+        if proof is None:
+            return text or label
+        if text:
+            return text
+        number = self._number(proof["docname"], proof["countertype"], label)
+        return proof["realtype"].capitalize() + (f" {number}" if number else "")
+
+    def exercise(self, label):
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        entry = registry.get(label)
+        if entry is None:
+            return None
+        return self._number(entry["docname"], "exercise", label)
+
+    def ref(self, text, label):
+        if text:
+            return text
+        number = self.exercise(label)
+        if number:
+            return f"Exercise {number}"
+        std = self.env.domaindata["std"]["labels"].get(label)
+        if std is not None:
+            return std[2]
+        if label in getattr(self.env, "proof_list", {}):
+            return self.prf_ref("", label)
+        return label
+
+    def eq(self, text, label):
+        math = self.env.domaindata.get("math", {}).get("objects", {})
+        entry = math.get(label)
+        number = self.env.toc_fignumbers.get(entry[0], {}).get("displaymath", {}).get(
+            entry[0] and label) if entry else None
+        if entry and not number and len(entry) > 1:
+            number = entry[1]
+        if isinstance(number, tuple):
+            number = ".".join(map(str, number))
+        return text or f"({number})"
+
+    # citations
+    def bibliography(self):
+        if self._bib is None:
+            from pybtex.database import parse_file
+
+            self._bib = {}
+            for name in self.env.config.bibtex_bibfiles or []:
+                self._bib.update(parse_file(str(Path(self.env.srcdir) / name)).entries)
+        return self._bib
+
+    def _entry(self, key):
+        """The bibliography entry of a key, also under a chapter's `:keyprefix:` (cr-)."""
+        bib = self.bibliography()
+        if key in bib:
+            return bib[key]
+        prefix, _, rest = key.partition("-")
+        return bib.get(rest) if rest else None
+
+    @staticmethod
+    def _plain(text):
+        import codecs
+
+        import latexcodec  # noqa: F401  (registers the codec)
+
+        text = codecs.decode(text, "ulatex")
+        return re.sub(r"[{}]", "", text)
+
+    def cite(self, keys):
+        shown = []
+        for key in [k.strip() for k in keys.split(",") if k.strip()]:
+            entry = self._entry(key)
+            if key not in self.cited:
+                self.cited.append(key)
+            if entry is None:
+                shown.append(key)
+                continue
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            names = [self._plain(" ".join(p.last_names)) for p in people]
+            if not names:
+                who = self._plain(entry.fields.get("title", key))
+            elif len(names) == 1:
+                who = names[0]
+            elif len(names) == 2:
+                who = f"{names[0]} and {names[1]}"
+            else:
+                who = f"{names[0]} et al."
+            year = entry.fields.get("year", "")
+            shown.append(f"[{who}, {year}](#ref-{key})" if year else f"[{who}](#ref-{key})")
+        return "[" + "; ".join(shown) + "]"
+
+    def references_cell(self):
+        if not self.cited:
+            return None
+        from pybtex.plugin import find_plugin
+
+        style = find_plugin("pybtex.style.formatting", "plain")()
+        lines = ["## References", ""]
+        for key in self.cited:
+            entry = self._entry(key)
+            if entry is None:
+                continue
+            formatted = style.format_entry(key, entry)
+            text = self._plain(formatted.text.render_as("text"))
+            lines.append(f'- <a id="ref-{key}"></a>{text}')
+        return nbformat.v4.new_markdown_cell("\n".join(lines),
+                                             metadata={"tags": ["engine-references"]})
+
+
+def _options_and_body(body):
+    """Leading `:key: value` lines of a directive body, and the rest."""
+    options, i = {}, 0
+    while i < len(body):
+        match = _OPTION.match(body[i])
+        if not match:
+            break
+        options[match["key"]] = match["value"].strip()
+        i += 1
+    rest = body[i:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    return options, rest
+
+
+def _quote(lines):
+    return [("> " + line) if line.strip() else ">" for line in lines]
+
+
+def _render_roles(line, resolver):
+    def one(match):
+        role, body = match["role"], match["body"]
+        explicit = _EXPLICIT.match(body)
+        text, target = (explicit["text"].strip(), explicit["target"].strip()) if explicit \
+            else ("", body.strip())
+        if role == "doc":
+            return resolver.doc(text, target)
+        if role == "numref":
+            return resolver.numref(text, target)
+        if role in ("prf:ref",):
+            return resolver.prf_ref(text, target)
+        if role == "ref":
+            return resolver.ref(text, target)
+        if role == "eq":
+            return resolver.eq(text, target)
+        if role.startswith("cite") or role.startswith("footcite"):
+            return resolver.cite(body)
+        if role == "math":
+            return f"${body}$"
+        if role in ("code", "literal", "file", "samp", "command", "kbd"):
+            return f"`{body}`"
+        if role in ("term", "abbr", "sub", "sup", "guilabel", "menuselection"):
+            return text or target
+        if role == "book-archive":
+            return text or target
+        return text or target  # an unknown role: its text, never the raw markup
+
+    return _ROLE.sub(one, line)
+
+
+def _render_directive(name, arg, body, resolver):
+    """Plain Markdown lines for one directive block (its body rendered first)."""
+    options, rest = _options_and_body(body)
+    inner = plain_markdown("\n".join(rest), resolver).split("\n") if rest else []
+    kind = name.split(":", 1)[1] if name.startswith("prf:") else name
+    title = _render_roles(arg, resolver) if arg else ""
+    label = options.get("label", "")
+    anchor = [f'<a id="{label}"></a>'] if label else []
+    if kind in PROOF_KINDS:
+        number = resolver._number(resolver.docname, kind, label) if label else None
+        head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
+        return anchor + _quote([f"**{head}.**", ""] + inner)
+    if kind == "proof":
+        if inner:
+            inner[0] = "*Proof.* " + inner[0]
+        else:
+            inner = ["*Proof.*"]
+        inner[-1] = inner[-1] + " ∎"
+        return _quote(inner)
+    if name == "exercise":
+        number = resolver._number(resolver.docname, "exercise", label) if label else None
+        head = "Exercise" + (f" {number}" if number else "") + (f" ({title})" if title else "")
+        return anchor + _quote([f"**{head}**", ""] + inner)
+    if name == "solution-start":
+        return [SOLUTION_START.format(label=arg.strip())]
+    if name == "solution-end":
+        return [SOLUTION_END]
+    if name == "solution":
+        return _details(_solution_title(arg.strip(), resolver), inner)
+    if name == "dropdown":
+        return _details(title or "Details", inner)
+    if name in ("admonition",) or name in ADMONITIONS:
+        head = title or name.capitalize()
+        return _quote([f"**{head}**", ""] + inner)
+    if name in ("math",):
+        return anchor + ["$$"] + rest + ["$$"]
+    if name in ("code-block", "code", "sourcecode"):
+        return ["```" + arg.strip()] + rest + ["```"]
+    if name == "bibliography":
+        return []  # a References cell closes the notebook
+    if name == "only":
+        return inner if "html" in arg or "not" in arg else []
+    if name in ("figure", "image"):
+        caption = " ".join(inner).strip()
+        return [f"![{options.get('alt', '')}]({arg.strip()})"] + ([f"*{caption}*"] if caption else [])
+    return [f"*(On the book's page this place shows `{name}` output.)*"]
+
+
+PLAYER_NOTE = ("*(On the book's site this figure is a player that steps through its "
+               "frames; a notebook viewer does not run its script, so this is one frame of "
+               "it. Run the cell in Jupyter to play it.)*")
+
+
+def _players_as_stills(cell):
+    """A player's output (matplotlib's JavaScript animation) becomes its still frame and
+    a note: JupyterLab and Colab do not run the script of a notebook they did not run."""
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        html = data.get("text/html", "")
+        html = "".join(html) if isinstance(html, list) else html
+        if not ('class="animation"' in html or "engine-interactive" in html):
+            continue
+        png = data.get("image/png")
+        data.pop("text/html", None)
+        if png:
+            png = png if isinstance(png, str) else base64.b64encode(png).decode()
+            data["text/markdown"] = f"![a still frame of the player](data:image/png;base64,{png.strip()})\n\n{PLAYER_NOTE}"
+
+
+def _solution_title(label, resolver):
+    number = resolver.exercise(label)
+    return f"Solution to Exercise {number}" if number else "Solution"
+
+
+def _details(summary, inner):
+    return ["<details>", f"<summary><b>{summary}</b></summary>", ""] + inner + ["", "</details>"]
+
+
+def plain_markdown(text, resolver):
+    """One MyST Markdown text rendered to plain Markdown (see above)."""
+    lines = text.split("\n")
+    blocks = [b for b in _fenced_blocks(lines) if b[5] == 0 and not b[6]]
+    out, cursor = [], 0
+    for start, end, name, arg, body, _, _ in sorted(blocks):
+        if start < cursor:
+            continue
+        out.extend(_render_text(lines[cursor:start], resolver))
+        if name is None:  # a plain code block: as it is
+            out.extend(lines[start:end + 1])
+        else:
+            out.extend(_render_directive(name, arg, body, resolver))
+        cursor = end + 1
+    out.extend(_render_text(lines[cursor:], resolver))
+    return "\n".join(out)
+
+
+def _render_text(lines, resolver):
+    out = []
+    for line in lines:
+        target = _TARGET_LINE.match(line)
+        if target:
+            out.append(f'<a id="{target["label"]}"></a>')
+            continue
+        out.append(_render_roles(line, resolver))
+    return out
+
+
+def fold_solutions(cells, resolver):
+    """Gated solutions (solution-start ... solution-end) span cells: each stretch of
+    Markdown inside one goes in a <details> block, its code cells are collapsed
+    (JupyterLab's `source_hidden` / `outputs_hidden`) and tagged `solution`."""
+    marker = re.compile(r"(<!-- engine-solution-start \S* -->|<!-- engine-solution-end -->)")
+    inside, opened = None, False  # the open solution's title; whether its first part is out
+    for cell in cells:
+        if cell.cell_type == "code":
+            if inside is not None:
+                jupyter = cell.metadata.setdefault("jupyter", {})
+                jupyter["source_hidden"] = True
+                jupyter["outputs_hidden"] = True
+                tags = cell.metadata.setdefault("tags", [])
+                if "solution" not in tags:
+                    tags.append("solution")
+            continue
+        if cell.cell_type != "markdown":
+            continue
+        parts = []
+        for piece in marker.split(cell.source):
+            start = _SOLUTION_START.fullmatch(piece)
+            if start:
+                inside, opened = _solution_title(start["label"], resolver), False
+            elif piece == SOLUTION_END:
+                if inside is not None and not opened:  # a solution of code cells only
+                    parts.append("\n".join(_details(inside, ["(Its code is in the folded "
+                                                              "cells above.)"])))
+                inside = None
+            elif piece.strip():
+                if inside is None:
+                    parts.append(piece.strip("\n"))
+                else:
+                    title = (inside + ", continued" if opened else
+                             inside + " (its code cells, if any, follow folded)")
+                    parts.append("\n".join(_details(title, piece.strip().split("\n"))))
+                    opened = True
+        if inside is not None and not opened:  # its code cells come next
+            parts.append("\n".join(_details(inside, ["(Its code is in the folded cells "
+                                                      "below.)"])))
+            opened = True
+        cell.source = "\n\n".join(parts)
+    return [c for c in cells if c.cell_type != "markdown" or c.source.strip()]
 
 
 # -- the archive ----------------------------------------------------------------------
@@ -500,7 +902,8 @@ def _build_reader_notebook(app, docname):
     nb, glue = executed_notebook(app, docname)
     if nb is None:
         return None
-    return reader_notebook(nb, app.env.doc2path(docname), _root(app), glue)
+    return reader_notebook(nb, app.env.doc2path(docname), _root(app), glue,
+                           Resolver(app.env, docname, _root(app)))
 
 
 def _page_context(app, pagename, templatename, context, doctree):

@@ -15,10 +15,17 @@
   rebuild with nothing changed reads and writes nothing of this extension's.
   A figure that reaches the page as its text repr (`<Figure size ...>`, no image)
   is a warning at its cell as well.
-* ```{execution-report}``` renders one row per chapter: code cells, verified
-  outputs (cells with `expect:` that match), figures (of which interactive),
-  execution time and status (myst-nb's execution data), and the engine modules its
-  cells import. Pair it with myst-nb's ```{nb-exec-table}```.
+* ```{execution-report}``` renders one row per chapter: code cells (and how many
+  the page shows, when some only draw a figure), verified outputs (cells with
+  `expect:` that match, "n of m" when some do not), figures (of which interactive), run time, status, and the engine
+  modules its cells import. Cells and outputs come from the executed notebook the
+  page shows; the run time is the one engine_cache measured and stored with that
+  notebook (`execution_seconds` in its cache record, the number its log line
+  "engine_cache: ran ... in N s" and the verifier print), not myst-nb's (myst-nb
+  only loads the cached notebook). The status is a word, never an emoji:
+  `verified`; `nothing printed` (no output to check); `fails the build: N
+  unverified` (a build with --keep-going still writes the page, but exits with an
+  error); `execution failed`.
 * A page that reads data files names them in its front matter, relative to the
   page (`data_files: [data/benchmarks.json]`); the page is re-read, and so
   re-executed if it also sets `mystnb: execution_mode: force`, whenever one of
@@ -166,12 +173,38 @@ def executed_once(app, docname):
     return made[docname]
 
 
+def run_seconds(app, docname):
+    """Seconds the chapter's cached run took, as engine_cache measured and stored it."""
+    import engine_cache
+
+    try:
+        chapter = ex.read_chapter(Path(app.env.doc2path(docname)), Path(app.srcdir))
+    except (ex.ChapterError, ValueError):
+        return None
+    _, record = engine_cache.cached(chapter, engine_cache._build_dir(app), Path(app.srcdir))
+    if record is None:
+        return None
+    return (record.data or {}).get("execution_seconds")
+
+
+def status_of(row):
+    """What the chapter's outputs mean for the build, in words."""
+    if row["succeeded"] is False:
+        return "execution failed"
+    if row["unverified"]:
+        return f"fails the build: {row['unverified']} unverified"
+    if row["checked"] == 0:
+        return "nothing printed"
+    return "verified"
+
+
 def chapter_row(app, docname, root, exec_data=None):
     """The report's numbers for one chapter (None when it has no executed notebook)."""
     nb, glue = executed_once(app, docname)
     if nb is None:
         return None
     cells = code_cells(nb)
+    hidden = [c for c in cells if {"remove-cell", "remove-input"} & set(c.options.get("tags") or [])]
     problems = failures(nb)
     bad_lines = {cell.line for cell, _ in problems}
     verified = [c for c in cells if c.expect is not None and c.line not in bad_lines]
@@ -180,11 +213,13 @@ def chapter_row(app, docname, root, exec_data=None):
     return {
         "docname": docname,
         "code_cells": len(cells),
+        "shown_cells": len(cells) - len(hidden),
+        "checked": sum(1 for c in cells if c.expect is not None),
         "verified": len(verified),
         "unverified": len(bad_lines),
         "figures": n_figures,
         "interactive": n_players,
-        "runtime": exec_data.get("runtime"),
+        "runtime": run_seconds(app, docname),
         "method": exec_data.get("method"),
         "succeeded": exec_data.get("succeeded"),
         "modules": engine_modules(nb, root),
@@ -337,15 +372,13 @@ def _table(app, env, docname):
         header += _entry(name)
     body = nodes.tbody()
     group += body
-    totals = {"code_cells": 0, "verified": 0, "figures": 0, "interactive": 0, "runtime": 0.0}
+    totals = {"code_cells": 0, "shown_cells": 0, "checked": 0, "verified": 0, "figures": 0,
+              "interactive": 0, "runtime": 0.0}
     for row in rows:
         link = pending_xref(refdoc=docname, reftype="doc", refdomain="std", refexplicit=False,
                             reftarget="/" + row["docname"], refwarn=True, classes=["xref", "doc"])
         link += nodes.inline(text=row["docname"])
-        status = ("verified" if row["unverified"] == 0
-                  else f"{row['unverified']} cell(s) unverified")
-        if row["succeeded"] is False:
-            status = "execution failed"
+        status = status_of(row)
         runtime = "-" if row["runtime"] is None else f"{row['runtime']:.2f}"
         modules = [nodes.literal(text=m.split(".", 1)[1] if "." in m else m)
                    for m in row["modules"]] or ["-"]
@@ -354,21 +387,25 @@ def _table(app, env, docname):
             joined += ([", "] if i else []) + [m]
         r = nodes.row()
         r += _entry(link)
-        r += _entry(row["code_cells"])
-        r += _entry(f"{row['verified']} of {row['verified'] + row['unverified']}"
-                    if row["unverified"] else row["verified"])
+        hidden = row["code_cells"] - row["shown_cells"]
+        r += _entry(f"{row['code_cells']} ({row['shown_cells']} shown)" if hidden
+                    else row["code_cells"])
+        r += _entry(f"{row['verified']} of {row['checked']}"
+                    if row["verified"] != row["checked"] else row["verified"])
         r += _entry(f"{row['figures']} ({row['interactive']})")
         r += _entry(runtime)
         r += _entry(status)
         r += _entry(*joined)
         body += r
-        for key in ("code_cells", "verified", "figures", "interactive"):
+        for key in ("code_cells", "shown_cells", "checked", "verified", "figures", "interactive"):
             totals[key] += row[key]
         totals["runtime"] += row["runtime"] or 0.0
     r = nodes.row(classes=["engine-report-total"])
     r += _entry(nodes.strong(text=f"{len(rows)} chapters"))
-    r += _entry(totals["code_cells"])
-    r += _entry(totals["verified"])
+    r += _entry(f"{totals['code_cells']} ({totals['shown_cells']} shown)"
+                if totals["code_cells"] != totals["shown_cells"] else totals["code_cells"])
+    r += _entry(f"{totals['verified']} of {totals['checked']}"
+                if totals["verified"] != totals["checked"] else totals["verified"])
     r += _entry(f"{totals['figures']} ({totals['interactive']})")
     r += _entry(f"{totals['runtime']:.2f}")
     r += _entry("")

@@ -12,6 +12,16 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
+* When `_build/pdf/book.pdf` exists (book/_ext/book_pdf.py printed it), the HTML
+  build copies it to the site's top folder and sets the tag `book_pdf`, which shows
+  the intro's link to it.
+* sphinx-proof's index page lists each chapter's definitions and theorems by number
+  and title, in the book's order, instead of label names (the intro links it).
+* The footer names the version (pyproject.toml's), which the theme's footer lacked.
+* `site_static/engine-site.js` (with rules in engine-site.css): the sidebar buttons
+  work (pydata-sphinx-theme #2451), a solution's title opens it, inline math wraps
+  at its operators and keeps its punctuation, and display equations and tables that
+  scroll sideways are marked as such. Its header comment says why each is needed.
 * Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script only
   if the file is already in `_static` when the page is written. Sphinx itself and
   several extensions (myst-nb, sphinx-proof, sphinx-exercise) copy theirs when the
@@ -29,9 +39,125 @@ _CDN_FONT_AWESOME = re.compile(
     r"<link\b[^>]*href=[\"']https?://[^\"']*font-?awesome[^\"']*[\"'][^>]*>", re.I)
 
 
+PDF_FOLDER = Path(__file__).resolve().parents[2] / "_build" / "pdf"  # book/_ext/book_pdf.py
+
+
+def _version(root):
+    import tomllib
+
+    try:
+        return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def _defaults(app, config):
     config.html_context.setdefault("default_mode", "auto")
     config.html_static_path.append(str(STATIC))
+    # the footer names the book's version (the engine package's, from pyproject.toml)
+    version = _version(Path(app.srcdir))
+    if version and not config.html_theme_options.get("extra_footer"):
+        config.version = config.release = version
+        config.html_theme_options["extra_footer"] = (
+            f'<p class="engine-version">Version {version} of the book and its '
+            "<code>engine</code> package. Every number on these pages was printed by the "
+            "code beside it when this site was built.</p>")
+    # the site links the book's PDF when one was printed before the site was built
+    if Path(app.outdir).name == "html" and (PDF_FOLDER / "book.pdf").exists():  # not the PDF's own build
+        config.html_extra_path.append(str(PDF_FOLDER))
+        app.tags.add("book_pdf")
+
+
+def _singlehtml_renders_like_html(app):
+    """sphinx-proof and sphinx-exercise register their nodes' HTML visitors for the
+    `html` builder only, and Sphinx looks up the `singlehtml` builder's visitors by its
+    own name first: the one-page build the PDF is printed from failed on the first
+    theorem. Give `singlehtml` every `html` visitor it has no visitor of its own for."""
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for node_name, visitors in handlers.get("html", {}).items():
+        single.setdefault(node_name, visitors)
+
+
+def _proof_index_with_titles(app):
+    """sphinx-proof's index page (prf-prf.html) lists label names ("thm-chain-rule")
+    in alphabetical order. List each chapter's definitions and theorems by the text
+    the page shows, "Theorem 3 (Chain rule)", in the book's order."""
+    try:
+        from sphinx.domains import Index
+        from sphinx_proof.domain import ProofDomain
+    except ImportError:
+        return
+
+    class TitledProofIndex(Index):
+        name = "prf"
+        localname = "Definitions and theorems"
+        shortname = "Definitions and theorems"
+
+        def generate(self, docnames=None):
+            env = self.domain.env
+            proofs = getattr(env, "proof_list", {})
+            order = {d: i for i, d in enumerate(_toc_order(env))}
+            titles = {}
+            for label, values in proofs.items():
+                if values["realtype"] == "proof" or (docnames and values["docname"] not in docnames):
+                    continue
+                titles.setdefault(values["docname"], []).append(label)
+            content = []
+            for docname in sorted(titles, key=lambda d: order.get(d, len(order))):
+                chapter = env.titles[docname].astext() if docname in env.titles else docname
+                entries = []
+                for label in titles[docname]:
+                    values = proofs[label]
+                    number = env.toc_fignumbers.get(docname, {}).get(
+                        values["countertype"], {}).get(label)
+                    kind = values["realtype"].capitalize()
+                    text = kind + (" " + ".".join(map(str, number)) if number else "")
+                    heading = _proof_heading(env, docname, label)
+                    if heading:
+                        text += f" ({heading})"
+                    entries.append((text, 0, docname, label, "", "", ""))
+                content.append((chapter, entries))
+            return content, False
+
+    ProofDomain.indices = [TitledProofIndex]
+
+
+def _toc_order(env):
+    """Docnames in the order of the table of contents."""
+    seen = []
+
+    def visit(docname):
+        if docname in seen:
+            return
+        seen.append(docname)
+        for child in env.toctree_includes.get(docname, []):
+            visit(child)
+
+    visit(env.config.root_doc)
+    return seen
+
+
+def _proof_heading(env, docname, label):
+    """The title a directive was given (`{prf:theorem} Chain rule`), or None."""
+    cache = env.__dict__.setdefault("_engine_proof_titles", {})
+    if docname not in cache:
+        found = {}
+        try:
+            doctree = env.get_doctree(docname)
+        except Exception:  # noqa: BLE001 - an index entry without a title is still an entry
+            doctree = None
+        for node in doctree.findall() if doctree is not None else ():
+            ids = node.get("ids") if hasattr(node, "get") else None
+            if ids and "proof" in node.get("classes", []):
+                title = node.children[0].astext() if node.children else ""
+                match = re.search(r"\((.*)\)\s*$", title)
+                for node_id in ids:
+                    found[node_id] = match[1] if match else None
+        cache[docname] = found
+    return cache[docname].get(label)
 
 
 def _key(asset):
@@ -88,8 +214,11 @@ def _checksum_every_static_link(app, exception):
 
 def setup(app):
     app.connect("config-inited", _defaults)
+    app.connect("builder-inited", _singlehtml_renders_like_html)
+    _proof_index_with_titles(app)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.add_css_file("engine-site.css")
+    app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
     # before the themes' handlers: html-page-context stops at the first that returns
     # a template name
     app.connect("html-page-context", _dedupe_assets, priority=450)

@@ -1,0 +1,368 @@
+"""The built site used as a reader uses it, at phone (375 px) and desktop (1280 px) width.
+
+* The chapter menu opens and one of its links leads to another chapter; on a desktop
+  the same button hides and shows the sidebar.
+* The page's contents open (a dialog on a phone, the right-hand column on a desktop)
+  and one of its links moves to its section.
+* A solution opens when its title ("Solution to Exercise 1") is clicked.
+* No inline formula sticks out of the paragraph that holds it.
+* Every display equation and table wider than the column scrolls sideways and is
+  marked as doing so (`eng-overflows`: a shadow at the edge with more to show).
+* No figure's labels are drawn below a readable size: a figure's text is drawn at
+  its font size in points at the image's dpi, so on the page a label measures
+  font size x (rendered width / natural width) x dpi / 72 px.
+
+`BOOK_SITE_DIR=/path/to/html` runs the tests on an already built site instead of
+building one (how the tests were checked to fail on the site before the fixes).
+Screenshots go to `_build/screenshots/reader-*.png`.
+"""
+
+import functools
+import re
+import http.server
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from site_pages import DESKTOP, PHONE, ROOT, chapter_docnames, page_id
+
+pytestmark = pytest.mark.browser
+
+CHAPTERS = chapter_docnames()
+WIDTHS = {"phone": PHONE, "desktop": DESKTOP}
+# a chapter with exercises and solutions, long formulas and figures
+READER_CHAPTER = "book/chain-rule"
+READABLE_PX = 8.0  # smallest label height a reader can read on a screen
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def reader_server(request):
+    """The site the reader tests read: BOOK_SITE_DIR if set, else the README's build."""
+    given = os.environ.get("BOOK_SITE_DIR")
+    site = Path(given) if given else request.getfixturevalue("site")
+    handler = functools.partial(_Quiet, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def shots(request):
+    """_build/screenshots, through the session's `screenshots` fixture (which empties it
+    once per session) unless the tests read a site given by BOOK_SITE_DIR."""
+    if not os.environ.get("BOOK_SITE_DIR"):
+        return request.getfixturevalue("screenshots")
+    folder = ROOT / "_build" / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _open(browser, server, docname, viewport):
+    context = browser.new_context(viewport=viewport, device_scale_factor=1,
+                                  service_workers="block")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{server}{docname}.html", wait_until="load")
+    page.wait_for_load_state("networkidle")
+    if page.locator(".math").count():
+        page.wait_for_function(
+            "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
+            timeout=30000)
+        page.evaluate("async () => { await window.MathJax.startup.promise; }")
+        page.wait_for_timeout(100)  # the site's own script runs after typesetting
+    return context, page, errors
+
+
+@pytest.fixture
+def reader(browser, reader_server):
+    """Open a page in a fresh browser context, closed after the test."""
+    contexts = []
+
+    def _reader(docname, viewport):
+        context, page, errors = _open(browser, reader_server, docname, viewport)
+        contexts.append(context)
+        return page, errors
+
+    yield _reader
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def read_only_page(browser, reader_server):
+    """One loaded page per (chapter, width) for the checks that only measure."""
+    cache = {}
+
+    def _get(docname, viewport):
+        key = (docname, viewport["width"])
+        if key not in cache:
+            cache[key] = _open(browser, reader_server, docname, viewport)
+        return cache[key][1]
+
+    yield _get
+    for context, _, _ in cache.values():
+        context.close()
+
+
+def _visible(locator):
+    return [locator.nth(i) for i in range(locator.count()) if locator.nth(i).is_visible()]
+
+
+def _header_button(page, kind):
+    """The article header's menu (primary) or contents (secondary) button."""
+    buttons = _visible(page.locator(f".bd-header-article .{kind}-toggle"))
+    assert buttons, f"no visible {kind} sidebar button in the article header"
+    return buttons[0]
+
+
+# -- the chapter menu --------------------------------------------------------------
+
+
+def test_chapter_menu_on_a_phone_opens_and_a_link_leads_on(reader, shots):
+    page, errors = reader(READER_CHAPTER, PHONE)
+    _header_button(page, "primary").click()
+    dialog = page.locator("#pst-primary-sidebar-modal")
+    page.wait_for_timeout(400)
+    assert dialog.evaluate("d => d.open"), "the menu button did not open the chapter list"
+    link = dialog.locator("nav a.reference.internal[href*='tensors']").first
+    assert link.is_visible(), "the chapter list is open but its links are not visible"
+    page.screenshot(path=str(shots / "reader-menu-phone.png"))
+    link.click()
+    page.wait_for_load_state("load")
+    assert page.url.split("#")[0].endswith("tensors.html"), page.url
+    assert not errors, errors
+
+
+def test_chapter_menu_on_a_desktop_hides_and_shows_the_sidebar(reader, shots):
+    page, errors = reader(READER_CHAPTER, DESKTOP)
+    sidebar = page.locator("#pst-primary-sidebar")
+    assert sidebar.is_visible()
+    button = _header_button(page, "primary")
+    button.click()
+    page.wait_for_timeout(600)  # the theme's slide-out transition
+    assert not sidebar.is_visible(), "the menu button did not hide the sidebar"
+    page.screenshot(path=str(shots / "reader-menu-hidden-desktop.png"))
+    button.click()
+    page.wait_for_timeout(600)
+    assert sidebar.is_visible(), "a second click did not bring the sidebar back"
+    sidebar.locator("a.reference.internal[href*='tensors']").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.split("#")[0].endswith("tensors.html"), page.url
+    assert not errors, errors
+
+
+# -- the page's contents -----------------------------------------------------------
+
+
+def _follow_a_contents_link(page, container):
+    links = _visible(container.locator("nav.page-toc a.nav-link"))
+    assert len(links) > 3, "the page's contents show no links"
+    link = links[3]
+    target = link.get_attribute("href")
+    link.click()
+    page.wait_for_timeout(600)
+    assert page.url.endswith(target), (page.url, target)
+    section = page.locator(f"[id='{target[1:]}']")
+    top = section.evaluate("s => s.getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"] / 2, f"{target} is not in view (top {top})"
+
+
+def test_page_contents_on_a_phone_open_and_a_link_moves_there(reader, shots):
+    page, errors = reader(READER_CHAPTER, PHONE)
+    _header_button(page, "secondary").click()
+    dialog = page.locator("#pst-secondary-sidebar-modal")
+    page.wait_for_timeout(400)
+    assert dialog.evaluate("d => d.open"), "the contents button did not open the contents"
+    page.screenshot(path=str(shots / "reader-contents-phone.png"))
+    _follow_a_contents_link(page, dialog)
+    assert not errors, errors
+
+
+def test_page_contents_on_a_desktop_are_shown_and_a_link_moves_there(reader):
+    page, errors = reader(READER_CHAPTER, DESKTOP)
+    _follow_a_contents_link(page, page.locator("#pst-secondary-sidebar"))
+    assert not errors, errors
+
+
+# -- solutions ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_a_solution_opens_by_its_title(reader, shots, width):
+    page, errors = reader(READER_CHAPTER, WIDTHS[width])
+    solution = page.locator("div.solution").first
+    content = solution.locator("section#solution-content, :scope > section").first
+    assert not content.is_visible(), "the solution is open before it is asked for"
+    before = page.url
+    solution.locator(":scope > .admonition-title a.reference").click()
+    page.wait_for_timeout(400)
+    assert content.is_visible(), "clicking the solution's title did not open it"
+    assert page.url == before, f"clicking the title jumped away: {page.url}"
+    solution.screenshot(path=str(shots / f"reader-solution-{width}.png"))
+    assert not errors, errors
+
+
+# -- math ----------------------------------------------------------------------------
+
+
+INLINE_MATH_OUTSIDE = """() => {
+  const out = [];
+  document.querySelectorAll('article span.math mjx-container:not([display])').forEach(c => {
+    const block = c.closest('p, li, dd, dt, td, th, figcaption, .admonition-title, div');
+    const box = block.getBoundingClientRect();
+    const style = getComputedStyle(block);
+    const left = box.left + parseFloat(style.paddingLeft) - 1;
+    const right = box.right - parseFloat(style.paddingRight) + 1;
+    for (const r of c.getClientRects()) {
+      if (r.width && (r.left < left || r.right > right)) {
+        out.push(`${c.parentElement.textContent.slice(0, 50)}: ${Math.round(r.width)} px`
+                 + ` wide, box ${Math.round(left)}..${Math.round(right)}`);
+        break;
+      }
+    }
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_no_inline_math_is_wider_than_its_paragraph(read_only_page, docname, width):
+    page = read_only_page(docname, WIDTHS[width])
+    outside = page.evaluate(INLINE_MATH_OUTSIDE)
+    assert not outside, f"{len(outside)} inline formulas stick out:\n" + "\n".join(outside)
+
+
+WIDE_THINGS = """() => {
+  const out = [];
+  document.querySelectorAll('article div.math mjx-container, article table').forEach(el => {
+    const box = el.tagName === 'TABLE' ? el.parentElement : el;
+    const wide = el.tagName === 'TABLE' ? el.getBoundingClientRect().width > box.clientWidth + 1
+                                        : box.scrollWidth > box.clientWidth + 1;
+    if (!wide) return;
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX);
+    out.push({what: el.tagName === 'TABLE' ? 'table' : 'equation',
+              text: (el.textContent || '').slice(0, 40), scrolls,
+              marked: box.classList.contains('eng-overflows')
+                      && getComputedStyle(box).backgroundImage !== 'none'});
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+@pytest.mark.parametrize("docname", CHAPTERS + ["book/intro"], ids=page_id)
+def test_wide_equations_and_tables_scroll_and_say_so(read_only_page, docname, width):
+    page = read_only_page(docname, WIDTHS[width])
+    wide = page.evaluate(WIDE_THINGS)
+    bad = [w for w in wide if not (w["scrolls"] and w["marked"])]
+    assert not bad, (f"{len(bad)} of {len(wide)} wide equations or tables do not scroll "
+                     "with a visible mark:\n" + "\n".join(map(str, bad)))
+
+
+# -- figures -----------------------------------------------------------------------
+
+
+FIGURE_SCALES = """() => Array.from(document.querySelectorAll(
+    'article figure img, article .cell_output img')).filter(img => img.naturalWidth > 0
+      && img.getBoundingClientRect().width > 0).map(img => ({
+  src: img.getAttribute('src').split('/').pop().slice(0, 24),
+  alt: (img.getAttribute('alt') || '').slice(0, 40),
+  scale: img.getBoundingClientRect().width / img.naturalWidth,
+  opens: !!img.closest('a[href]') || img.classList.contains('eng-zoomable'),
+}))"""
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_figure_labels_render_at_a_readable_size(read_only_page, docname):
+    """At desktop width, a figure's smallest label (8.5 pt in engine.figures, drawn
+    at the inline backend's dpi) renders at READABLE_PX or more; on any screen, a
+    click opens the figure at full size."""
+    page = read_only_page(docname, DESKTOP)
+    figures = page.evaluate(FIGURE_SCALES)
+    dpi = 100  # matplotlib's figure.dpi, the inline backend's default
+    small = [f for f in figures if 8.5 * dpi / 72 * f["scale"] < READABLE_PX]
+    closed = [f for f in figures if not f["opens"]]
+    assert not small, "labels below a readable size:\n" + "\n".join(
+        f"{f['alt'] or f['src']}: scale {f['scale']:.2f}, "
+        f"label {8.5 * dpi / 72 * f['scale']:.1f} px" for f in small)
+    assert not closed, "figures a click does not open:\n" + "\n".join(
+        f["alt"] or f["src"] for f in closed)
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_a_click_opens_a_figure_at_full_size(reader, shots, width):
+    page, errors = reader("book/memory", WIDTHS[width])
+    img = page.locator("article figure img").first
+    shrunk = img.evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    img.click()
+    page.wait_for_timeout(300)
+    dialog = page.locator("dialog#eng-zoom")
+    assert dialog.count() and dialog.evaluate("d => d.open"), "a click did not open the figure"
+    full = dialog.locator("img").evaluate("i => i.getBoundingClientRect().width / i.naturalWidth")
+    assert full == pytest.approx(1, abs=0.01), f"opened at {full:.2f} of full size"
+    page.screenshot(path=str(shots / f"reader-figure-full-size-{width}.png"))
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(200)
+    assert not dialog.evaluate("d => d.open"), "Escape did not close the full-size figure"
+    assert shrunk <= 1.0 and not errors, errors
+
+
+# -- players -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_a_player_counts_its_frames_explains_its_speed_and_keeps_one_row(reader, shots, width):
+    page, errors = reader(READER_CHAPTER, WIDTHS[width])
+    player = page.locator("div.animation").first
+    player.scroll_into_view_if_needed()
+    status = player.locator(".eng-player-status")
+    assert status.count(), "the player shows no frame counter"
+    first = status.locator(".eng-frame").inner_text()
+    assert re.fullmatch(r"Frame \d+ of (\d+)(: .+)?", first), first
+    player.locator("button[title='First frame']").click()
+    player.locator("button[title='Next frame']").click()
+    page.wait_for_timeout(100)
+    after = status.locator(".eng-frame").inner_text()
+    assert after.startswith("Frame 2 of "), f"after First, Next: {after!r}"
+    speed = status.locator(".eng-speed").inner_text()
+    assert "slower" in speed and "faster" in speed, speed
+    player.locator("button[title^='Faster']").click()
+    assert status.locator(".eng-speed").inner_text().startswith("speed 1.4"), (
+        status.locator(".eng-speed").inner_text())
+    tops = player.locator(".anim-buttons button").evaluate_all(
+        "bs => bs.map(b => Math.round(b.getBoundingClientRect().top))")
+    assert len(set(tops)) == 1, f"the player's buttons wrap onto {len(set(tops))} rows"
+    player.screenshot(path=str(shots / f"reader-player-{width}.png"))
+    assert not errors, errors
+
+
+# -- search --------------------------------------------------------------------------
+
+
+def test_search_lists_each_page_once_with_typeset_snippets(reader):
+    page, errors = reader("search", DESKTOP)
+    page.goto(page.url.split("?")[0] + "?q=broadcast", wait_until="load")
+    page.wait_for_selector("#search-results ul.search > li p.context", timeout=30000)
+    page.wait_for_timeout(2500)  # snippets arrive one page at a time, then MathJax
+    results = page.evaluate("""() => Array.from(
+        document.querySelectorAll('#search-results ul.search > li')).map(li => ({
+          page: li.querySelector('a').getAttribute('href').split('#')[0],
+          snippet: li.querySelector('p.context') ? li.querySelector('p.context').innerText : ''}))""")
+    pages = [r["page"] for r in results]
+    assert len(pages) == len(set(pages)), f"a page listed twice: {pages}"
+    raw = [r for r in results if "\\(" in r["snippet"] or "\\frac" in r["snippet"]]
+    assert not raw, f"raw TeX in snippets: {raw[:2]}"
+    contents = [r for r in results if r["snippet"].rstrip(". ").endswith("Contents")]
+    assert not contents, f"snippets from the page's header, not its text: {contents[:2]}"
+    assert not errors, errors
