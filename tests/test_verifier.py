@@ -471,3 +471,29 @@ def test_tokenize_finds_every_printed_number(value, number_format, template):
     assert parsed == float(printed) or (np.isnan(parsed) and np.isnan(value))
     assert "".join(t + n for t, n in zip(texts, numbers + [""])) == ex.normalize(
         template.format(printed))
+
+
+def test_every_text_a_cell_shows_is_checked():
+    """display_data counts as much as print: a Markdown table, the text of an HTML table,
+    plain text; a figure (an image beside its `<Figure size ...>` placeholder) does not."""
+    def display(data):
+        return {"output_type": "display_data", "data": data, "metadata": {}}
+
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "first\n"},
+               display({"text/markdown": "| a | b |\n|---|---|\n| 1 | 2.5 |",
+                        "text/plain": "<IPython.core.display.Markdown object>"}),
+               display({"text/html": "<table><tr><td>x</td><td>&lt;3</td></tr></table>"
+                                     "<script>var ignored = 1;</script>",
+                        "text/plain": "<IPython.core.display.HTML object>"}),
+               display({"text/plain": "plain 7"}),
+               display({"image/png": "iVBOR", "text/plain": "<Figure size 640x480 with 1 Axes>"})]
+    output = ex.cell_output(outputs)
+    assert output.text == "first\n| a | b |\n|---|---|\n| 1 | 2.5 |\nx <3\nplain 7\n"
+    assert ex.check_cell(ex.CodeCell(0, 3, "", {"expect": output.text}), output) == []
+    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {}), output)
+    assert failure.kind == "missing"
+    wrong = output.text.replace("2.5", "2.6")
+    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {"expect": wrong}), output)
+    assert failure.kind == "differs"
+    figure = ex.cell_output(outputs[-1:])
+    assert figure.text == "" and not figure.has_text
