@@ -311,6 +311,24 @@ def test_update_cli_on_a_chapter_path(tmp_path, monkeypatch, capsys):
     assert verifier.verify(path, root=root).source == "cache"
 
 
+def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_verified_in(
+        tmp_path, monkeypatch):
+    """A run the build stored, or one verified on other numerics, is executed again."""
+    root = make_book(tmp_path, {"c": cell("print(0.5)", "expect: '0.5'")})
+    path, build = root / "book" / "c.md", root / "_build"
+    first = verifier.verify(path, root=root, build=build)
+    assert first.ok and first.source == "executed"
+    assert verifier.verify(path, root=root, build=build).source == "cache"
+    monkeypatch.setattr(verifier, "numerical_environment", lambda: '{"openblas_core": "Prescott"}')
+    assert verifier.verify(path, root=root, build=build).source == "executed"
+    assert verifier.verify(path, root=root, build=build).source == "cache"
+    monkeypatch.undo()
+    # what the build stores (engine_cache.store, no verification) is not trusted either
+    chapter = ex.read_chapter(path, root)
+    verifier.engine_cache.store(chapter, first.executed_nb, build, 0.1, root)
+    assert verifier.verify(path, root=root, build=build).source == "executed"
+
+
 # -- normalization and numbers -----------------------------------------------------------
 
 
