@@ -174,12 +174,24 @@ def test_leaves_accumulate_across_backward_calls():
 
 
 def test_seeding_with_ones_gives_the_gradient_of_the_sum():
+    """backward() seeds ones: the sum of the unit seeds e_j, each of which gives row j of
+    the Jacobian of every input. The program is elementwise, so each row is one entry."""
     x1, x2, y = running_program()
     y.backward()
-    g1 = x1.grad.copy()
-    a1, a2, z = running_program()
-    z.backward(gradient=np.array([1.0, 0.0, 0.0]))  # one row of the Jacobian
-    assert a1.grad[0] == g1[0] and a1.grad[1] == 0.0
+    rows = {0: [], 1: []}
+    for j in range(3):
+        a1, a2, z = running_program()
+        seed = np.zeros(3)
+        seed[j] = 1.0
+        z.backward(gradient=seed)
+        rows[0].append(a1.grad.copy())
+        rows[1].append(a2.grad.copy())
+    for k, ones_grad in enumerate([x1.grad, x2.grad]):
+        jacobian = np.array(rows[k])
+        np.testing.assert_array_equal(jacobian, np.diag(np.diag(jacobian)),
+                                      err_msg=f"input {k}: an elementwise program's rows")
+        np.testing.assert_array_equal(jacobian.sum(axis=0), ones_grad, err_msg=f"input {k}")
+    np.testing.assert_allclose(x2.grad, [1.716, 0.0, 0.916], atol=5e-4)  # x1 - cos x2
 
 
 def test_numbers_are_constants_not_nodes():
