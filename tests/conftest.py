@@ -1,5 +1,11 @@
 """Shared pytest options and the chapter marker. (Browser fixtures: tests/browser/conftest.py.)
 
+`slow` marks what builds a book, drives the browser or runs notebooks end to end
+(every browser test is slow too): `pytest -m "not slow"` is the quick run while
+developing; plain `pytest` (the README's command, and CI) runs everything. The order
+is random (pytest-randomly, tests/requirements.txt): `--randomly-seed=N` repeats the
+order a run printed, `-p no:randomly` keeps the files' order.
+
 An engine test says which chapter's engine it needs: `pytestmark =
 pytest.mark.chapter("tensors")` for a module, `@pytest.mark.chapter("errors")` for one
 test. The whole suite runs on the installed package (the engine as of the last
@@ -40,10 +46,13 @@ def chapter_of(item):
     return (marker.args[0], marker.kwargs.get("only", False)) if marker else (None, False)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m reads the markers
 def pytest_collection_modifyitems(config, items):
     wanted = config.getoption("--engine-chapter")
     kept, dropped = [], []
     for item in items:
+        if item.get_closest_marker("browser") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)  # the browser tests build the site first
         chapter, only = chapter_of(item)
         keep = chapter == wanted if wanted else not only
         (kept if keep else dropped).append(item)
