@@ -159,9 +159,8 @@ REPORT = """\
 """
 
 
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    book = tmp_path_factory.mktemp("report-book")
+def make_book(book, bad=BAD):
+    """The report probe at `book`: intro, good, bad (as given) and the report page."""
     (book / "book").mkdir()
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -169,7 +168,7 @@ def book(tmp_path_factory):
     (book / "_toc.yml").write_text(TOC)
     (book / "book" / "intro.md").write_text("# Probe\n\n{book-archive}`Everything`\n")
     (book / "book" / "good.md").write_text(GOOD)
-    (book / "book" / "bad.md").write_text(BAD)
+    (book / "book" / "bad.md").write_text(bad)
     (book / "book" / "report.md").write_text(REPORT)
     # the listing reads the repository's engine; the kernel imports the installed one
     shutil.copytree(ROOT / "engine", book / "engine",
@@ -177,6 +176,28 @@ def book(tmp_path_factory):
     shutil.copy(ROOT / "pyproject.toml", book)
     shutil.copy(ROOT / "requirements.txt", book)
     return book
+
+
+# Each test takes the build it needs from a fixture of its own, so any one test runs
+# alone and in any order: `broken` is the probe with bad.md unverified, built once from
+# clean; `fixed` is a second probe with bad.md fixed, built once from clean.
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """(book, exit code, log, good.html of that first, clean build)."""
+    book = make_book(tmp_path_factory.mktemp("report-broken"))
+    code, log = build(book)
+    html = (book / "_build" / "html" / "book" / "good.html").read_text()
+    return book, code, log, html
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    """(book, exit code, log) of a clean build of the probe with bad.md fixed."""
+    book = make_book(tmp_path_factory.mktemp("report-fixed"), bad=FIXED)
+    code, log = build(book)
+    return book, code, log
 
 
 def build(book):
@@ -194,8 +215,8 @@ def line_of(text, needle):
     return next(i for i in range(at, -1, -1) if lines[i].startswith("```{code-cell}")) + 1
 
 
-def test_unverified_chapter_fails_the_build_at_its_cells(book):
-    code, log = build(book)
+def test_unverified_chapter_fails_the_build_at_its_cells(broken):
+    _, code, log, _ = broken
     assert code != 0, log[-3000:]
     missing = line_of(BAD, 'print("no expectation")')
     differs = line_of(BAD, "1 + 2")
@@ -216,25 +237,24 @@ def test_unverified_chapter_fails_the_build_at_its_cells(book):
     assert "good.md" not in " ".join(ln for ln in log.splitlines() if "WARNING" in ln)
 
 
-def test_a_clean_build_links_stylesheets_and_scripts_as_a_rebuild_does(book):
+def test_a_clean_build_links_stylesheets_and_scripts_as_a_rebuild_does(broken):
     """Sphinx and extensions copy some files into _static after the pages are written,
     so a clean build used to link them without the checksum (`?v=...`) that a rebuild
     adds: two correct builds differed."""
-    html = (book / "_build" / "html" / "book" / "good.html").read_text()
+    html = broken[3]
     links = re.findall(r'(?:href|src)="[^"]*_static/([^"]+\.(?:css|js)[^"]*)"', html)
     assert any(link.startswith("mystnb.") for link in links), links
     assert all("?v=" in link or "?digest=" in link for link in links), links
 
 
-def test_an_unchanged_rebuild_fails_again(book):
-    code, log = build(book)
+def test_an_unchanged_rebuild_fails_again(broken):
+    code, log = build(broken[0])
     assert code != 0, "the second build passed although bad.md is still unverified"
     assert "book/bad.md:" in log
 
 
-def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
-    (book / "book" / "bad.md").write_text(FIXED)
-    code, log = build(book)
+def test_fixed_chapter_builds_and_the_report_shows_every_chapter(fixed):
+    book, code, log = fixed
     assert code == 0, log[-3000:]
     html = (book / "_build" / "html" / "book" / "report.html").read_text()
     table = html[html.index("engine-report"):]
@@ -250,7 +270,9 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
     assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
 
 
-def test_download_menu_and_archive(book):
+def test_download_menu_and_archive(fixed):
+    book, code, log = fixed
+    assert code == 0, log[-3000:]
     html = (book / "_build" / "html" / "book" / "good.html").read_text()
     assert 'href="../_sources/book/good.ipynb"' in html
     assert (book / "_build" / "html" / "_sources" / "book" / "good.ipynb").exists()
