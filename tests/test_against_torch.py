@@ -30,22 +30,15 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays, mutually_broadcastable_shapes
 
 # PyTorch is the reference, required: without it this file fails to import (an error in
 # the run), never a skip; tests/requirements.txt installs it
 import torch
 from engine import Tensor, functional as F, nn, no_grad, optim
-
-# One profile for the whole file: the same examples on every run and every machine
-# (derandomize), nothing read from or written to .hypothesis/ (database=None),
-# no deadline (the machine is shared: a slow example is not a wrong one).
-PROFILE = dict(derandomize=True, database=None, deadline=None, print_blob=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-FEW = settings(max_examples=25, **PROFILE)
-SOME = settings(max_examples=40, **PROFILE)
-MANY = settings(max_examples=80, **PROFILE)
+from support.strategies import FEW, MANY, SOME, nonzero, pairs, positive, shapes, values
+from support.strategies import classification, logits_and_axis
 
 # On valid inputs the engine warns about nothing: any warning fails the test, except
 # where a test expects one (pytest.warns) or silences it on purpose (compare(quiet=True)).
@@ -101,31 +94,11 @@ def compare(engine_fn, torch_fn, inputs, gseed=0, quiet=False):
     return leaves, torch_leaves
 
 
-TIES = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)
-
-
-def values(shape, low=-3.0, high=3.0, ties=TIES):
-    """Arrays of `shape` whose entries are often exactly equal, and often 0."""
-    anything = st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-    exact = [t for t in ties if low <= t <= high]
-    elements = st.one_of(st.sampled_from(exact), anything) if exact else anything
-    return arrays(np.float64, shape, elements=elements)
-
-
-def positive(shape):
-    return values(shape, 0.25, 3.0, ties=(0.5, 1.0, 2.0))
-
-
-def nonzero(shape):
-    """Entries away from 0 (denominators), ties included."""
-    magnitude = arrays(np.float64, shape, elements=st.one_of(
-        st.sampled_from([0.5, 1.0, 2.0]), st.floats(0.25, 3.0)))
-    signs = arrays(np.float64, shape, elements=st.sampled_from([-1.0, 1.0]))
-    return st.tuples(magnitude, signs).map(lambda ms: ms[0] * ms[1])
-
-
-SHAPES = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)
-PAIRS = mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+# the profile (derandomized), the values (ties, exact zeros) and the shapes (size-1 axes,
+# and empty arrays: an operation on no entries gives no entries, in both) are the shared
+# ones of tests/support/strategies.py
+SHAPES = shapes(empty=True)
+PAIRS = pairs(empty=True)
 GSEED = st.integers(0, 2**31)
 
 
@@ -359,21 +332,24 @@ def test_max_ties_split_evenly_like_amax():
 
 @st.composite
 def reshape_target(draw, size):
-    """A shape with `size` entries, from 0 to 4 axes, maybe one of them written -1."""
+    """A shape with `size` entries (0 included), from 0 to 4 axes, maybe one written -1."""
     factors, n, f = [], size, 2
     while n > 1:  # prime factors
         while n % f == 0:
             factors.append(f)
             n //= f
         f += 1
-    ndim = draw(st.integers(1 if size > 1 else 0, 4))
+    ndim = draw(st.integers(0 if size == 1 else 1, 4))
     if ndim == 0:
         return ()
     lengths = [1] * ndim
     for factor in factors:
         lengths[draw(st.integers(0, ndim - 1))] *= factor
+    empty_axis = draw(st.integers(0, ndim - 1))
+    if size == 0:  # no entries: one axis of length 0 (only that one may be written -1)
+        lengths[empty_axis] = 0
     if draw(st.booleans()):
-        lengths[draw(st.integers(0, ndim - 1))] = -1
+        lengths[empty_axis if size == 0 else draw(st.integers(0, ndim - 1))] = -1
     return tuple(lengths)
 
 
@@ -647,17 +623,6 @@ def test_no_grad_and_detach_record_nothing_in_both():
 # -- functional: logsumexp, log_softmax, softmax, losses --------------------------------------
 
 
-@st.composite
-def logits_and_axis(draw):
-    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
-    ndim = len(shape)
-    axis = draw(st.integers(-ndim, ndim - 1))
-    x = draw(values(shape, -4.0, 4.0))
-    if draw(st.booleans()):  # far from 0: the stable form must not overflow
-        x = x + draw(st.sampled_from([-1000.0, 800.0]))
-    return x, axis
-
-
 @pytest.mark.parametrize("name", ["logsumexp", "log_softmax", "softmax"])
 @SOME
 @given(x_axis=logits_and_axis(), keepdims=st.booleans(), gseed=GSEED)
@@ -688,18 +653,6 @@ def test_softmax_family_default_axis_is_the_last():
     compare(F.logsumexp, lambda t: torch.logsumexp(t, dim=-1), [x], gseed=1)
     compare(F.log_softmax, lambda t: torch.log_softmax(t, dim=-1), [x], gseed=2)
     compare(F.softmax, lambda t: torch.softmax(t, dim=-1), [x], gseed=3)
-
-
-@st.composite
-def classification(draw):
-    """Logits (N, C), targets with some rows set to an ignore_index, and that index."""
-    n, c = draw(st.integers(1, 5)), draw(st.integers(1, 4))
-    logits = draw(values((n, c), -5.0, 5.0))
-    ignore_index = draw(st.sampled_from([-100, 0, 7]))  # 0: a class that exists
-    targets = draw(st.lists(st.integers(0, c - 1), min_size=n, max_size=n))
-    dropped = draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    targets = np.array([ignore_index if d else t for t, d in zip(targets, dropped)])
-    return logits, targets, ignore_index
 
 
 def _nll_of_log_softmax(t, targets, reduction, ignore_index):
