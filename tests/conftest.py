@@ -17,6 +17,14 @@ PYTHONPATH), where only the tests marked for that chapter are kept. A test marke
 """
 
 import pytest
+from hypothesis import settings
+
+from support.strategies import PROFILE
+
+# Every hypothesis test, whatever its own @settings, inherits the shared profile:
+# derandomized (the same examples on every run and machine), no example database.
+settings.register_profile("book", **PROFILE)
+settings.load_profile("book")
 
 
 def pytest_addoption(parser):
