@@ -39,6 +39,8 @@ import torch
 from engine import Tensor, functional as F, nn, no_grad, optim
 from support.strategies import FEW, MANY, SOME, nonzero, pairs, positive, shapes, values
 from support.strategies import classification, logits_and_axis
+from support import programs
+from support.programs import Program
 
 # On valid inputs the engine warns about nothing: any warning fails the test, except
 # where a test expects one (pytest.warns) or silences it on purpose (compare(quiet=True)).
@@ -1030,207 +1032,9 @@ def test_tensor_exponent_slope_at_a_zero_base_with_a_negative_exponent():
     assert np.isinf(leaves[1].grad[:2]).all() and np.isfinite(leaves[1].grad[2])  # not 0
 
 
-# -- composite programs ------------------------------------------------------------------------
+# -- composite programs (the generator: tests/support/programs.py, shared with the autograd test) --
 
 N_PROGRAMS = 400
-
-SMOOTH = {
-    "tanh": (Tensor.tanh, torch.tanh),
-    "sin": (Tensor.sin, torch.sin),
-    "sigmoid": (Tensor.sigmoid, torch.sigmoid),
-    "exp_tanh": (lambda t: t.tanh().exp(), lambda t: t.tanh().exp()),
-    "log1": (lambda t: (t * t + 1.0).log(), lambda t: (t * t + 1.0).log()),
-    "sqrt1": (lambda t: (1.0 + t * t).sqrt(), lambda t: (1.0 + t * t).sqrt()),
-    "neg": (operator.neg, operator.neg),
-}
-
-
-class Program:
-    """A random program: inputs, and steps on a pool of values with known shapes.
-
-    A step is ("input", k) or (engine_fn, torch_fn, argument positions in the pool, label).
-    Operations with a subgradient (relu, abs, max) are applied only to values that are
-    exact in both libraries (inputs that are multiples of 0.5, touched only by +, -, *,
-    @, sum, reshape, transpose and indexing): there a tie is a tie in both. On a rounded
-    value a near-tie could fall either way, by the order of a sum.
-    """
-
-    def __init__(self, seed):
-        self.rng = rng = np.random.default_rng(seed)
-        self.inputs, self.steps, self.pool = [], [], []  # pool: (shape, exact)
-        self.new_input(tuple(int(n) for n in rng.integers(1, 4, size=rng.integers(1, 4))))
-        for _ in range(int(rng.integers(4, 15))):
-            i = int(rng.integers(0, len(self.pool)))
-            kind = str(rng.choice(["smooth", "kink", "binary", "number", "pow", "matmul",
-                                   "reduce", "reshape", "transpose", "index", "softmax"]))
-            getattr(self, kind)(i, *self.pool[i])
-
-    def new_input(self, shape):
-        exact = bool(self.rng.random() < 0.6)
-        x = self.rng.normal(size=shape)
-        self.inputs.append(np.round(x * 2) / 2 if exact else x)  # ties and zeros
-        self.steps.append(("input", len(self.inputs) - 1))
-        self.pool.append((tuple(shape), exact))
-        return len(self.pool) - 1
-
-    def add(self, shape, exact, engine_fn, torch_fn, args, label):
-        self.steps.append((engine_fn, torch_fn, args, label))
-        self.pool.append((tuple(shape), exact))
-
-    def labels(self):
-        return [s[1] if s[0] == "input" else s[3] for s in self.steps]
-
-    # -- kinds of step; each takes the position, shape and exactness of its operand
-
-    def smooth(self, i, shape, exact):
-        name = str(self.rng.choice(sorted(SMOOTH)))
-        self.add(shape, exact and name == "neg", *SMOOTH[name], (i,), name)
-
-    def kink(self, i, shape, exact):
-        if not exact:
-            return
-        name = str(self.rng.choice(["relu", "abs", "max"]))
-        if name == "max" and shape:
-            axis = int(self.rng.integers(-len(shape), len(shape)))
-            keep = bool(self.rng.random() < 0.5)
-            out = np.zeros(shape).max(axis=axis, keepdims=keep).shape
-            self.add(out, True, lambda t: t.max(axis=axis, keepdims=keep),
-                     lambda t: torch.amax(t, dim=axis, keepdim=keep), (i,), f"max({axis}, {keep})")
-        elif name == "abs":
-            self.add(shape, True, Tensor.abs, torch.abs, (i,), "abs")
-        else:
-            self.add(shape, True, Tensor.relu, torch.relu, (i,), "relu")
-
-    def binary(self, i, shape, exact):
-        partner = [1 if self.rng.random() < 0.4 else n for n in shape]
-        if partner and self.rng.random() < 0.3:
-            partner = partner[int(self.rng.integers(0, len(partner))):]  # fewer axes
-        j = self.new_input(tuple(partner))
-        first, second = (i, j) if self.rng.random() < 0.5 else (j, i)
-        op = str(self.rng.choice(["+", "-", "*", "/"]))
-        out = np.broadcast_shapes(shape, tuple(partner))
-        if op == "/":  # a denominator away from 0
-            f = lambda a, b: a / (b * b + 1.0)  # noqa: E731
-            self.add(out, False, f, f, (first, second), "/")
-        else:
-            self.add(out, exact and self.pool[j][1], BINARY[op], BINARY[op], (first, second), op)
-
-    def number(self, i, shape, exact):
-        c = float(self.rng.choice([2.0, -0.5, 3.0, 0.25]))
-        form = int(self.rng.integers(0, 4))
-        f = [lambda t: c - t * c, lambda t: c + t, lambda t: t * c - c,
-             lambda t: c / (t * t + 1.0)][form]
-        self.add(shape, exact and form < 3, f, f, (i,), f"number form {form}, {c}")
-
-    def pow(self, i, shape, exact):
-        form = int(self.rng.integers(0, 3))
-        if form == 0:
-            p = float(self.rng.choice([2, 3, 0.5, -1.5]))
-            f = lambda t: (t * t + 0.5) ** p  # noqa: E731
-            self.add(shape, False, f, f, (i,), f"(x*x + 0.5) ** {p}")
-        elif form == 1:
-            f = lambda t: 2.0 ** t.tanh()  # noqa: E731
-            self.add(shape, False, f, f, (i,), "2 ** tanh(x)")
-        else:
-            j = self.new_input(tuple(1 if self.rng.random() < 0.4 else n for n in shape))
-            f = lambda a, b: (a * a + 0.5) ** b.sin()  # noqa: E731
-            self.add(np.broadcast_shapes(shape, self.pool[j][0]), False, f, f, (i, j),
-                     "(x*x + 0.5) ** sin(p)")
-
-    def matmul(self, i, shape, exact):
-        if not shape:
-            return
-        k, rng = shape[-1], self.rng
-        other = [(k,), (k, int(rng.integers(1, 4))),
-                 (int(rng.integers(1, 3)), k, int(rng.integers(1, 4)))][int(rng.integers(0, 3))]
-        right = len(shape) >= 2 and rng.random() < 0.5  # the value on the right of @
-        if right:
-            other = other[:-2] + (other[-1], shape[-2]) if len(other) >= 2 else (shape[-2],)
-        pair = (other, shape) if right else (shape, other)
-        try:
-            out = np.matmul(np.zeros(pair[0]), np.zeros(pair[1])).shape
-        except ValueError:  # batch axes that do not broadcast
-            return
-        j = self.new_input(other)
-        self.add(out, exact and self.pool[j][1], operator.matmul, operator.matmul,
-                 (j, i) if right else (i, j), "@")
-
-    def reduce(self, i, shape, exact):
-        name = str(self.rng.choice(["sum", "mean"]))
-        ndim = len(shape)
-        axis = None if ndim == 0 or self.rng.random() < 0.3 else int(self.rng.integers(-ndim, ndim))
-        keep = bool(self.rng.random() < 0.5)
-        out = np.zeros(shape).sum(axis=axis, keepdims=keep).shape
-        self.add(out, exact and name == "sum", lambda t: getattr(t, name)(axis=axis, keepdims=keep),
-                 lambda t: REDUCTIONS[name](t, axis, keep), (i,), f"{name}({axis}, {keep})")
-
-    def reshape(self, i, shape, exact):
-        size = int(np.prod(shape))
-        targets = [(size,), (-1,), (1, -1), (size, 1)] + ([()] if size == 1 else [])
-        target = targets[int(self.rng.integers(0, len(targets)))]
-        out = np.zeros(shape).reshape(target).shape
-        self.add(out, exact, lambda t: t.reshape(target), lambda t: t.reshape(target), (i,),
-                 f"reshape{target}")
-
-    def transpose(self, i, shape, exact):
-        ndim = len(shape)
-        perm = tuple(int(a) - (ndim if self.rng.random() < 0.5 else 0)
-                     for a in self.rng.permutation(ndim))
-        if self.rng.random() < 0.3:
-            mine, label = (lambda t: t.T), ".T"
-            perm = tuple(range(ndim))[::-1]
-        else:
-            # a whole order as one tuple: two spread ints would swap, as in PyTorch
-            mine, label = (lambda t: t.transpose(perm)), f"transpose({perm})"
-        self.add(np.zeros(shape).transpose(perm).shape, exact, mine,
-                 lambda t: t.permute(perm), (i,), label)
-
-    def index(self, i, shape, exact):
-        if not shape:
-            return
-        n, rng = shape[0], self.rng
-        form = int(rng.integers(0, 4))
-        if form == 0:
-            index = index_t = (slice(int(rng.integers(-n, n)), None, int(rng.integers(1, 3))),)
-        elif form == 1:
-            array = rng.integers(-n, n, size=int(rng.integers(1, 5)))  # repeats likely
-            index, index_t = (array,), (torch.from_numpy(array),)
-        elif form == 2:
-            array = rng.integers(0, shape[-1], size=3)
-            index, index_t = (Ellipsis, array), (Ellipsis, torch.from_numpy(array))
-        else:
-            mask = rng.random(size=shape[:1]) < 0.6
-            index, index_t = (mask,), (torch.from_numpy(mask),)
-        out = np.zeros(shape)[index].shape
-        self.add(out, exact, lambda t: t[index], lambda t: t[index_t], (i,), f"index {index}")
-
-    def softmax(self, i, shape, exact):
-        if not shape:
-            return
-        axis = int(self.rng.integers(-len(shape), len(shape)))
-        name = str(self.rng.choice(["logsumexp", "log_softmax", "softmax"]))
-        if name == "logsumexp":
-            self.add(np.zeros(shape).sum(axis=axis).shape, False,
-                     lambda t: F.logsumexp(t, axis=axis),
-                     lambda t: torch.logsumexp(t, dim=axis), (i,), f"logsumexp({axis})")
-        else:
-            self.add(shape, False, lambda t: getattr(F, name)(t, axis=axis),
-                     lambda t: getattr(torch, name)(t, dim=axis), (i,), f"{name}({axis})")
-
-    def run(self, leaves, torch_side):
-        """The output: the last value, plus 0.1 times the sum of every other (fan-out)."""
-        values = []
-        for step in self.steps:
-            if step[0] == "input":
-                values.append(leaves[step[1]])
-            else:
-                engine_fn, torch_fn, args, _ = step
-                fn = torch_fn if torch_side else engine_fn
-                values.append(fn(*[values[a] for a in args]))
-        total = values[-1]
-        for v in values[:-1]:
-            total = total + 0.1 * v.sum()
-        return total
 
 
 def test_the_program_generator_covers_every_kind_of_step():
@@ -1242,6 +1046,8 @@ def test_the_program_generator_covers_every_kind_of_step():
                  "index (array", "index (Ellipsis", "index (array([ True", "logsumexp(",
                  "log_softmax(", "softmax("]:
         assert word in labels, word
+    names = set().union(*(Program(seed).names() for seed in range(N_PROGRAMS)))
+    assert names == programs.every_name() | {"input"}
 
 
 @pytest.mark.parametrize("block", range(5))
@@ -1250,7 +1056,7 @@ def test_random_programs_match_pytorch(block):
         program = Program(seed)
         leaves = [Tensor(a) for a in program.inputs]
         leaves_t = [torch.tensor(a, requires_grad=True) for a in program.inputs]
-        y, y_t = program.run(leaves, False), program.run(leaves_t, True)
+        y, y_t = program.run(leaves, programs.ENGINE), program.run(leaves_t, programs.TORCH)
         what = f"program {seed}: {program.labels()}"
         assert_same(y.data, y_t, f"value of {what}")
         seed_array = seed_like(y.shape, seed)

@@ -19,7 +19,7 @@ import pytest
 
 import numerics
 import verifier
-from throwaway import FRONT
+from support.books import FRONT
 from verifier import ex
 
 ROOT = verifier.ROOT

@@ -12,16 +12,15 @@ numbers.
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 
 ROOT = Path(__file__).resolve().parents[1]
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +41,6 @@ sphinx:
   config:
     nitpicky: true
 """
-
-TOC = """\
-format: jb-book
-root: book/intro
-chapters:
-  - file: book/good
-  - file: book/bad
-  - file: book/report
-"""
-
 
 GOOD = FRONT + """
 # Good
@@ -161,15 +150,10 @@ REPORT = """\
 
 def make_book(book, bad=BAD):
     """The report probe at `book`: intro, good, bad (as given) and the report page."""
-    (book / "book").mkdir()
+    books.make_book(book, CONFIG, {"good": GOOD, "bad": bad, "report": REPORT},
+                    intro="# Probe\n\n{book-archive}`Everything`\n")
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (book / "_config.yml").write_text(CONFIG)
-    (book / "_toc.yml").write_text(TOC)
-    (book / "book" / "intro.md").write_text("# Probe\n\n{book-archive}`Everything`\n")
-    (book / "book" / "good.md").write_text(GOOD)
-    (book / "book" / "bad.md").write_text(bad)
-    (book / "book" / "report.md").write_text(REPORT)
     # the listing reads the repository's engine; the kernel imports the installed one
     shutil.copytree(ROOT / "engine", book / "engine",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -201,18 +185,10 @@ def fixed(tmp_path_factory):
 
 
 def build(book):
-    result = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=600,
-    )
-    return result.returncode, re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    return books.run_build(book)
 
 
-def line_of(text, needle):
-    """1-based line of the ```{code-cell} fence of the cell containing `needle`."""
-    lines = text.splitlines()
-    at = next(i for i, line in enumerate(lines) if needle in line)
-    return next(i for i in range(at, -1, -1) if lines[i].startswith("```{code-cell}")) + 1
+line_of = books.fence_of  # the fence line of the cell holding a needle
 
 
 def test_unverified_chapter_fails_the_build_at_its_cells(broken):

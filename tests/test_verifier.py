@@ -7,8 +7,6 @@ module; the update-mode and build-reuse tests share a second book.
 """
 
 import difflib
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import verifier
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 from verifier import ex
 
 CONFIG = f"""\
@@ -49,22 +48,11 @@ def cell(body, options=""):
 
 def make_book(root: Path, chapters: dict) -> Path:
     """A book at `root` whose _toc.yml lists `chapters` ({slug: markdown body})."""
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "book" / "intro.md").write_text("# Intro\n\nA throwaway book.\n")
-    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
-    for name, body in chapters.items():
-        (root / "book" / f"{name}.md").write_text(FRONT + f"\n# {name}\n\n" + body)
-        toc += f"  - file: book/{name}\n"
-    (root / "_toc.yml").write_text(toc)
-    return root
+    return books.make_book(root, CONFIG, {name: FRONT + f"\n# {name}\n\n" + body
+                                          for name, body in chapters.items()})
 
 
-def fence_line(path: Path, marker: str) -> int:
-    """1-based line of the ```{code-cell} fence of the cell whose source holds `marker`."""
-    lines = Path(path).read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if marker in line)
-    return max(i for i in range(at) if lines[i].startswith("```{code-cell}")) + 1
+fence_line = books.fence_of  # 1-based line of the fence of the cell holding a marker
 
 
 # -- one chapter with every kind of failure, executed once -----------------------------
@@ -287,13 +275,8 @@ def test_cached_notebook_holds_the_outputs(book):
 def test_build_uses_the_verifiers_outputs(book):
     root, _, good, _ = book
     assert good.ok and good.stored and good.source == "executed"
-    run = subprocess.run(
-        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root),
-         "--path-output", str(root)],
-        capture_output=True, text=True, timeout=600,
-    )
-    log = run.stdout + run.stderr
-    assert run.returncode == 0, log
+    code, log = books.run_build(root, command=["--path-output", str(root)])
+    assert code == 0, log
     for name in ("good", "update"):
         assert f"book/{name}.md: Using cached notebook" in log, log
     assert "Executing notebook" not in log, log
