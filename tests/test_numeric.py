@@ -3,10 +3,11 @@
 import math
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+import pytest
+from hypothesis import given, strategies as st
 
 from engine import numerical_grad, numerical_jacobian
-import pytest
+from support.strategies import examples, scalars
 
 pytestmark = pytest.mark.chapter("chain-rule")
 
@@ -37,15 +38,15 @@ def test_jacobian_of_worked_example():
     assert np.allclose(J, [[2, 1], [1, 1], [0, 4]], atol=1e-6)
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.floats(-3, 3))
+@examples(50)
+@given(scalars(-3, 3))
 def test_sin_derivative(x):
     assert abs(numerical_grad(math.sin, x) - math.cos(x)) < 1e-8
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.floats(-2, 2), min_size=1, max_size=5))
+@examples(30)
+@given(st.lists(scalars(-2, 2), min_size=1, max_size=5))
 def test_jacobian_of_linear_map_is_the_matrix(xs):
-    x = np.array(xs)
+    x = np.array(xs, dtype=float)
     W = np.arange(2 * x.size, dtype=float).reshape(2, x.size) - 1.5
     assert np.allclose(numerical_jacobian(lambda v: W @ v, x), W, atol=1e-6)
