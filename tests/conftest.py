@@ -1,7 +1,7 @@
 """Shared pytest options and the chapter marker. (Browser fixtures: tests/browser/conftest.py.)
 
-`slow` marks what builds a book, drives the browser or runs notebooks end to end
-(every browser test is slow too): `pytest -m "not slow"` is the quick run while
+`slow` marks what builds a book, drives the browser or runs the book in every
+numerical environment (every browser test is slow too): `pytest -m "not slow"` is the quick run while
 developing; plain `pytest` (the README's command, and CI) runs everything. The order
 is random (pytest-randomly, tests/requirements.txt): `--randomly-seed=N` repeats the
 order a run printed, `-p no:randomly` keeps the files' order.
