@@ -90,10 +90,15 @@ def compare(engine_fn, torch_fn, inputs, gseed=0, quiet=False):
         seed = seed_like(y.shape, gseed)
         y.backward(gradient=seed)
     y_t.backward(gradient=torch.tensor(seed))
+    assert_same_grads(leaves, torch_leaves)
+    return leaves, torch_leaves
+
+
+def assert_same_grads(leaves, torch_leaves, what=""):
+    """Every input's gradient against PyTorch's (None there: zeros, as the engine keeps)."""
     for k, (leaf, leaf_t) in enumerate(zip(leaves, torch_leaves)):
         expected = leaf_t.grad if leaf_t.grad is not None else np.zeros(leaf.shape)
-        assert_same(leaf.grad, expected, f"grad of input {k}")
-    return leaves, torch_leaves
+        assert_same(leaf.grad, expected, f"grad of input {k}{what}")
 
 
 # the profile (derandomized), the values (ties, exact zeros) and the shapes (size-1 axes,
@@ -1062,6 +1067,4 @@ def test_random_programs_match_pytorch(block):
         seed_array = seed_like(y.shape, seed)
         y.backward(gradient=seed_array)
         y_t.backward(gradient=torch.tensor(seed_array))
-        for k, (leaf, leaf_t) in enumerate(zip(leaves, leaves_t)):
-            expected = leaf_t.grad if leaf_t.grad is not None else np.zeros(leaf.shape)
-            assert_same(leaf.grad, expected, f"grad of input {k}, {what}")
+        assert_same_grads(leaves, leaves_t, f", {what}")
