@@ -73,8 +73,8 @@ def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
     numeric = numerical_jacobians(f, inputs, eps)
     worst = None  # (how far past the allowed gap, input k, output j, entry i)
     for k, (a, n) in enumerate(zip(analytic, numeric)):
-        if n is None:
-            continue  # an empty input has no entries to check
+        if n is None or not n.size:
+            continue  # an empty input, or an empty output, has no entries to check
         excess = np.abs(a - n) / (atol + rtol * np.abs(n))
         j, i = np.unravel_index(np.argmax(excess), excess.shape)
         if worst is None or excess[j, i] > worst[0]:

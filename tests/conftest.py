@@ -1,5 +1,11 @@
 """Shared pytest options and the chapter marker. (Browser fixtures: tests/browser/conftest.py.)
 
+`slow` marks what builds a book, drives the browser or runs the book in every
+numerical environment (every browser test is slow too): `pytest -m "not slow"` is the quick run while
+developing; plain `pytest` (the README's command, and CI) runs everything. The order
+is random (pytest-randomly, tests/requirements.txt): `--randomly-seed=N` repeats the
+order a run printed, `-p no:randomly` keeps the files' order.
+
 An engine test says which chapter's engine it needs: `pytestmark =
 pytest.mark.chapter("tensors")` for a module, `@pytest.mark.chapter("errors")` for one
 test. The whole suite runs on the installed package (the engine as of the last
@@ -11,6 +17,14 @@ PYTHONPATH), where only the tests marked for that chapter are kept. A test marke
 """
 
 import pytest
+from hypothesis import settings
+
+from support.strategies import PROFILE
+
+# Every hypothesis test, whatever its own @settings, inherits the shared profile:
+# derandomized (the same examples on every run and machine), no example database.
+settings.register_profile("book", **PROFILE)
+settings.load_profile("book")
 
 
 def pytest_addoption(parser):
@@ -40,10 +54,13 @@ def chapter_of(item):
     return (marker.args[0], marker.kwargs.get("only", False)) if marker else (None, False)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m reads the markers
 def pytest_collection_modifyitems(config, items):
     wanted = config.getoption("--engine-chapter")
     kept, dropped = [], []
     for item in items:
+        if item.get_closest_marker("browser") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)  # the browser tests build the site first
         chapter, only = chapter_of(item)
         keep = chapter == wanted if wanted else not only
         (kept if keep else dropped).append(item)

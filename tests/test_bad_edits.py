@@ -19,19 +19,16 @@ page missing from the toc). The verifier must say the same for the cells, and
 refuse the page missing from the toc.
 """
 
-import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 import verifier
-from throwaway import FRONT
+from support import books
+from support.books import FRONT, fence_of, line_of
 from verifier import ex
 
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 EXT = verifier.ROOT / "book" / "_ext"
 
 CONFIG = f"""\
@@ -103,33 +100,13 @@ CHAPTERS = {
 ORPHAN = "Written, but never listed in _toc.yml.\n"
 
 
-def line_of(path: Path, marker: str) -> int:
-    """1-based line of the first line of `path` holding `marker`."""
-    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if marker in line)
-
-
-def fence_of(path: Path, marker: str) -> int:
-    """1-based line of the ```{code-cell} fence of the cell holding `marker`."""
-    lines = path.read_text().splitlines()
-    at = line_of(path, marker) - 1
-    return max(i for i in range(at) if lines[i].startswith("```{code-cell}")) + 1
-
-
 def make_book(root: Path) -> Path:
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text(CONFIG)
+    chapters = {name: FRONT + f"\n# {name}\n" + textwrap.dedent(body)
+                for name, body in CHAPTERS.items()}
     # notebooks.py packs engine/, pyproject.toml and the pins into the site's archive
-    (root / "pyproject.toml").write_text('[project]\nname = "bad-edits"\n')
-    (root / "requirements.txt").write_text("")
-    (root / "book" / "intro.md").write_text("# Intro\n\nA throwaway book.\n")
-    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
-    for name, body in CHAPTERS.items():
-        (root / "book" / f"{name}.md").write_text(
-            FRONT + f"\n# {name}\n" + textwrap.dedent(body))
-        toc += f"  - file: book/{name}\n"
-    (root / "book" / "orphan.md").write_text(FRONT + "\n# Orphan\n\n" + ORPHAN)
-    (root / "_toc.yml").write_text(toc)
-    return root
+    return books.make_book(root, CONFIG, chapters, pages={
+        "pyproject.toml": '[project]\nname = "bad-edits"\n', "requirements.txt": "",
+        "book/orphan.md": FRONT + "\n# Orphan\n\n" + ORPHAN})
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +117,7 @@ def book(tmp_path_factory):
 @pytest.fixture(scope="module")
 def build_log(book):
     """(exit status, log without colours) of one build of the broken book."""
-    run = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=300,
-    )
-    return run.returncode, re.sub(r"\x1b\[[0-9;]*m", "", run.stdout + run.stderr)
+    return books.run_build(book, timeout=300)
 
 
 def warning(book, name, line, what):

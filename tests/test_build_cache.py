@@ -10,16 +10,14 @@ the old values again.
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 
 ROOT = Path(__file__).resolve().parents[1]
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 CONFIG = """\
 title: cache probe
@@ -52,12 +50,8 @@ print("value", engine.VALUE, "other", getattr(engine, "OTHER", None))
 
 
 def build(book):
-    result = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going", "-v"],
-        capture_output=True, text=True, timeout=300,
-    )
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, log[-3000:]
+    code, log = books.run_build(book, "-v", timeout=300)
+    assert code == 0, log[-3000:]
     pages = {name: (book / "_build" / "html" / "book" / f"{name}.html").read_text()
              for name in ("first", "second")}
     ran = set(re.findall(r"engine_cache: ran book/(\w+) on ", log))

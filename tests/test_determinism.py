@@ -22,7 +22,8 @@ import pytest
 
 import determinism_check as dc
 import verifier
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 from verifier import ex
 
 ROOT = verifier.ROOT
@@ -30,7 +31,6 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from site_pages import BUILD_COMMAND, BuildFailed, build_site  # noqa: E402
 
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 
 # -- the fixes, one by one ---------------------------------------------------------------
@@ -184,12 +184,10 @@ def two_builds(tmp_path_factory):
         pytest.fail(str(error), pytrace=False)
     out = tmp_path_factory.mktemp("second-build")
     start = time.perf_counter()
-    run = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(ROOT), "--path-output", str(out)] + BUILD_COMMAND[3:],
-        capture_output=True, text=True, timeout=1800,
-    )
+    code, log = books.run_build(ROOT, command=["--path-output", str(out), *BUILD_COMMAND[3:]],
+                                timeout=1800)
     seconds = time.perf_counter() - start
-    assert run.returncode == 0, (run.stdout + run.stderr)[-5000:]
+    assert code == 0, log[-5000:]
     print(f"second clean build: {seconds:.0f} s")
     return first, out / "_build", seconds
 

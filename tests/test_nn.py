@@ -112,13 +112,24 @@ def test_loading_a_mismatched_state_names_the_problem(tmp_path):
 
 
 def test_a_small_classifier_learns():
+    """The loss's gradient of every parameter is right to float64 precision (Adam divides
+    by the gradient's own size, so a gradient scaled by 2 would train just as well and
+    only this check sees it), and training fits the data."""
     from engine.optim import Adam
+    from support.checks import gradcheck
+
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 2))
     labels = (x[:, 0] * x[:, 1] > 0).astype(int)
     model = MLP([2, 16, 2], rng, activation=ReLU)
-    opt = Adam(model.parameters(), lr=0.05)
     inputs = Tensor(x, requires_grad=False)
+    few = Tensor(x[:8], requires_grad=False)
+
+    def loss_of(*parameters):  # the loss as a function of the parameters it is given
+        return cross_entropy(model(few), labels[:8])
+
+    assert gradcheck(loss_of, model.parameters())
+    opt = Adam(model.parameters(), lr=0.05)
     for _ in range(300):
         opt.zero_grad()
         cross_entropy(model(inputs), labels).backward()

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 import expectations as ex  # noqa: E402
 from site_pages import BuildFailed, build_site  # noqa: E402
+from support.books import chapter_docnames  # noqa: E402
 
 import notebooks  # noqa: E402
 
@@ -80,13 +81,6 @@ def archive(site):
     path = site / ARCHIVE
     assert path.exists(), f"the build made no {ARCHIVE}"
     return zipfile.ZipFile(io.BytesIO(path.read_bytes()))
-
-
-def chapter_docnames():
-    chapters = []
-    for path in ex.chapter_paths(ROOT):
-        chapters.append(path.resolve().relative_to(ROOT).with_suffix("").as_posix())
-    return chapters
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ import pytest
 
 import numerics
 import verifier
-from throwaway import FRONT
+from support.books import FRONT
 from verifier import ex
 
 ROOT = verifier.ROOT
@@ -81,6 +81,7 @@ def matrix(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow  # the whole book, afresh, once per environment
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[ex.slug(p, ROOT) for p in CHAPTERS])
 @pytest.mark.parametrize("environment", ENVIRONMENTS, ids=[e.name for e in ENVIRONMENTS])
 def test_chapter_verifies_in_environment(environment, chapter, matrix):
@@ -196,6 +197,7 @@ def fragile_book(tmp_path_factory):
     return book
 
 
+@pytest.mark.slow  # runs a throwaway chapter in every environment
 def test_a_chaotic_number_fails_in_other_environments_naming_its_line(fragile_book, tmp_path):
     path = fragile_book / "book" / "chaos.md"
     chaotic = next(c for c in ex.read_chapter(path, fragile_book).cells if "300 steps" in c.source)

@@ -1,9 +1,11 @@
 """Var, Dual and Tensor agree on the running program f(x1, x2) = ln x1 + x1 x2 - sin x2."""
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given
 
 from engine import Dual, Tensor, Var, numerical_grad
+from support.checks import ATOL, RTOL
+from support.strategies import examples, scalars
 
 
 def f(x1, x2):
@@ -34,8 +36,8 @@ def test_running_program_at_2_5():
         assert round(float(g), 3) == 1.716
 
 
-@settings(max_examples=50, deadline=None)
-@given(st.floats(0.2, 5), st.floats(-5, 5))
+@examples(50)
+@given(scalars(0.2, 5), scalars(-5, 5))
 def test_three_engines_agree_everywhere(a, b):
     v1, v2 = Var(a), Var(b)
     yv = f(v1, v2)
@@ -47,4 +49,4 @@ def test_three_engines_agree_everywhere(a, b):
     num = numerical_grad(f_numpy, np.array([a, b]))
     grads = np.array([[v1.grad, v2.grad], [t[0].grad[0], t[1].grad[0]], dual])
     assert np.allclose(grads, grads[0], rtol=1e-12, atol=1e-12)
-    assert np.allclose(grads[0], num, rtol=1e-6, atol=1e-6)
+    assert np.allclose(grads[0], num, rtol=RTOL, atol=ATOL)

@@ -12,16 +12,15 @@ numbers.
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 
 ROOT = Path(__file__).resolve().parents[1]
-JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 pytestmark = pytest.mark.slow
 
@@ -42,16 +41,6 @@ sphinx:
   config:
     nitpicky: true
 """
-
-TOC = """\
-format: jb-book
-root: book/intro
-chapters:
-  - file: book/good
-  - file: book/bad
-  - file: book/report
-"""
-
 
 GOOD = FRONT + """
 # Good
@@ -159,18 +148,12 @@ REPORT = """\
 """
 
 
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    book = tmp_path_factory.mktemp("report-book")
-    (book / "book").mkdir()
+def make_book(book, bad=BAD):
+    """The report probe at `book`: intro, good, bad (as given) and the report page."""
+    books.make_book(book, CONFIG, {"good": GOOD, "bad": bad, "report": REPORT},
+                    intro="# Probe\n\n{book-archive}`Everything`\n")
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (book / "_config.yml").write_text(CONFIG)
-    (book / "_toc.yml").write_text(TOC)
-    (book / "book" / "intro.md").write_text("# Probe\n\n{book-archive}`Everything`\n")
-    (book / "book" / "good.md").write_text(GOOD)
-    (book / "book" / "bad.md").write_text(BAD)
-    (book / "book" / "report.md").write_text(REPORT)
     # the listing reads the repository's engine; the kernel imports the installed one
     shutil.copytree(ROOT / "engine", book / "engine",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -179,23 +162,37 @@ def book(tmp_path_factory):
     return book
 
 
-def build(book):
-    result = subprocess.run(
-        [str(JUPYTER_BOOK), "build", str(book), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=600,
-    )
-    return result.returncode, re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+# Each test takes the build it needs from a fixture of its own, so any one test runs
+# alone and in any order: `broken` is the probe with bad.md unverified, built once from
+# clean; `fixed` is a second probe with bad.md fixed, built once from clean.
 
 
-def line_of(text, needle):
-    """1-based line of the ```{code-cell} fence of the cell containing `needle`."""
-    lines = text.splitlines()
-    at = next(i for i, line in enumerate(lines) if needle in line)
-    return next(i for i in range(at, -1, -1) if lines[i].startswith("```{code-cell}")) + 1
-
-
-def test_unverified_chapter_fails_the_build_at_its_cells(book):
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory):
+    """(book, exit code, log, good.html of that first, clean build)."""
+    book = make_book(tmp_path_factory.mktemp("report-broken"))
     code, log = build(book)
+    html = (book / "_build" / "html" / "book" / "good.html").read_text()
+    return book, code, log, html
+
+
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory):
+    """(book, exit code, log) of a clean build of the probe with bad.md fixed."""
+    book = make_book(tmp_path_factory.mktemp("report-fixed"), bad=FIXED)
+    code, log = build(book)
+    return book, code, log
+
+
+def build(book):
+    return books.run_build(book)
+
+
+line_of = books.fence_of  # the fence line of the cell holding a needle
+
+
+def test_unverified_chapter_fails_the_build_at_its_cells(broken):
+    _, code, log, _ = broken
     assert code != 0, log[-3000:]
     missing = line_of(BAD, 'print("no expectation")')
     differs = line_of(BAD, "1 + 2")
@@ -216,25 +213,24 @@ def test_unverified_chapter_fails_the_build_at_its_cells(book):
     assert "good.md" not in " ".join(ln for ln in log.splitlines() if "WARNING" in ln)
 
 
-def test_a_clean_build_links_stylesheets_and_scripts_as_a_rebuild_does(book):
+def test_a_clean_build_links_stylesheets_and_scripts_as_a_rebuild_does(broken):
     """Sphinx and extensions copy some files into _static after the pages are written,
     so a clean build used to link them without the checksum (`?v=...`) that a rebuild
     adds: two correct builds differed."""
-    html = (book / "_build" / "html" / "book" / "good.html").read_text()
+    html = broken[3]
     links = re.findall(r'(?:href|src)="[^"]*_static/([^"]+\.(?:css|js)[^"]*)"', html)
     assert any(link.startswith("mystnb.") for link in links), links
     assert all("?v=" in link or "?digest=" in link for link in links), links
 
 
-def test_an_unchanged_rebuild_fails_again(book):
-    code, log = build(book)
+def test_an_unchanged_rebuild_fails_again(broken):
+    code, log = build(broken[0])
     assert code != 0, "the second build passed although bad.md is still unverified"
     assert "book/bad.md:" in log
 
 
-def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
-    (book / "book" / "bad.md").write_text(FIXED)
-    code, log = build(book)
+def test_fixed_chapter_builds_and_the_report_shows_every_chapter(fixed):
+    book, code, log = fixed
     assert code == 0, log[-3000:]
     html = (book / "_build" / "html" / "book" / "report.html").read_text()
     table = html[html.index("engine-report"):]
@@ -250,7 +246,9 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(book):
     assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
 
 
-def test_download_menu_and_archive(book):
+def test_download_menu_and_archive(fixed):
+    book, code, log = fixed
+    assert code == 0, log[-3000:]
     html = (book / "_build" / "html" / "book" / "good.html").read_text()
     assert 'href="../_sources/book/good.ipynb"' in html
     assert (book / "_build" / "html" / "_sources" / "book" / "good.ipynb").exists()

@@ -7,8 +7,6 @@ module; the update-mode and build-reuse tests share a second book.
 """
 
 import difflib
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import verifier
-from throwaway import FRONT
+from support import books
+from support.books import FRONT
 from verifier import ex
 
 CONFIG = f"""\
@@ -49,22 +48,11 @@ def cell(body, options=""):
 
 def make_book(root: Path, chapters: dict) -> Path:
     """A book at `root` whose _toc.yml lists `chapters` ({slug: markdown body})."""
-    (root / "book").mkdir(parents=True)
-    (root / "_config.yml").write_text(CONFIG)
-    (root / "book" / "intro.md").write_text("# Intro\n\nA throwaway book.\n")
-    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
-    for name, body in chapters.items():
-        (root / "book" / f"{name}.md").write_text(FRONT + f"\n# {name}\n\n" + body)
-        toc += f"  - file: book/{name}\n"
-    (root / "_toc.yml").write_text(toc)
-    return root
+    return books.make_book(root, CONFIG, {name: FRONT + f"\n# {name}\n\n" + body
+                                          for name, body in chapters.items()})
 
 
-def fence_line(path: Path, marker: str) -> int:
-    """1-based line of the ```{code-cell} fence of the cell whose source holds `marker`."""
-    lines = Path(path).read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if marker in line)
-    return max(i for i in range(at) if lines[i].startswith("```{code-cell}")) + 1
+fence_line = books.fence_of  # 1-based line of the fence of the cell holding a marker
 
 
 # -- one chapter with every kind of failure, executed once -----------------------------
@@ -287,13 +275,8 @@ def test_cached_notebook_holds_the_outputs(book):
 def test_build_uses_the_verifiers_outputs(book):
     root, _, good, _ = book
     assert good.ok and good.stored and good.source == "executed"
-    run = subprocess.run(
-        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(root),
-         "--path-output", str(root)],
-        capture_output=True, text=True, timeout=600,
-    )
-    log = run.stdout + run.stderr
-    assert run.returncode == 0, log
+    code, log = books.run_build(root, command=["--path-output", str(root)])
+    assert code == 0, log
     for name in ("good", "update"):
         assert f"book/{name}.md: Using cached notebook" in log, log
     assert "Executing notebook" not in log, log
@@ -309,6 +292,24 @@ def test_update_cli_on_a_chapter_path(tmp_path, monkeypatch, capsys):
     assert verifier.main(["--update", str(path)]) == 0
     assert path.read_text().endswith(cell('print("a", 1)', "expect: |\n  a 1"))
     assert verifier.verify(path, root=root).source == "cache"
+
+
+def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_verified_in(
+        tmp_path, monkeypatch):
+    """A run the build stored, or one verified on other numerics, is executed again."""
+    root = make_book(tmp_path, {"c": cell("print(0.5)", "expect: '0.5'")})
+    path, build = root / "book" / "c.md", root / "_build"
+    first = verifier.verify(path, root=root, build=build)
+    assert first.ok and first.source == "executed"
+    assert verifier.verify(path, root=root, build=build).source == "cache"
+    monkeypatch.setattr(verifier, "numerical_environment", lambda: '{"openblas_core": "Prescott"}')
+    assert verifier.verify(path, root=root, build=build).source == "executed"
+    assert verifier.verify(path, root=root, build=build).source == "cache"
+    monkeypatch.undo()
+    # what the build stores (engine_cache.store, no verification) is not trusted either
+    chapter = ex.read_chapter(path, root)
+    verifier.engine_cache.store(chapter, first.executed_nb, build, 0.1, root)
+    assert verifier.verify(path, root=root, build=build).source == "executed"
 
 
 # -- normalization and numbers -----------------------------------------------------------
@@ -471,3 +472,29 @@ def test_tokenize_finds_every_printed_number(value, number_format, template):
     assert parsed == float(printed) or (np.isnan(parsed) and np.isnan(value))
     assert "".join(t + n for t, n in zip(texts, numbers + [""])) == ex.normalize(
         template.format(printed))
+
+
+def test_every_text_a_cell_shows_is_checked():
+    """display_data counts as much as print: a Markdown table, the text of an HTML table,
+    plain text; a figure (an image beside its `<Figure size ...>` placeholder) does not."""
+    def display(data):
+        return {"output_type": "display_data", "data": data, "metadata": {}}
+
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "first\n"},
+               display({"text/markdown": "| a | b |\n|---|---|\n| 1 | 2.5 |",
+                        "text/plain": "<IPython.core.display.Markdown object>"}),
+               display({"text/html": "<table><tr><td>x</td><td>&lt;3</td></tr></table>"
+                                     "<script>var ignored = 1;</script>",
+                        "text/plain": "<IPython.core.display.HTML object>"}),
+               display({"text/plain": "plain 7"}),
+               display({"image/png": "iVBOR", "text/plain": "<Figure size 640x480 with 1 Axes>"})]
+    output = ex.cell_output(outputs)
+    assert output.text == "first\n| a | b |\n|---|---|\n| 1 | 2.5 |\nx <3\nplain 7\n"
+    assert ex.check_cell(ex.CodeCell(0, 3, "", {"expect": output.text}), output) == []
+    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {}), output)
+    assert failure.kind == "missing"
+    wrong = output.text.replace("2.5", "2.6")
+    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {"expect": wrong}), output)
+    assert failure.kind == "differs"
+    figure = ex.cell_output(outputs[-1:])
+    assert figure.text == "" and not figure.has_text

@@ -1,15 +1,4 @@
-"""Pieces for the throwaway books that tests build in temporary folders."""
+"""Kept so that `from throwaway import FRONT` still works: the helpers for throwaway books
+live in tests/support/books.py (FRONT, make_book, run_build, line_of, fence_of)."""
 
-# The front matter that makes a .md file a MyST notebook for myst-nb.
-FRONT = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
+from support.books import FRONT  # noqa: F401

@@ -7,7 +7,11 @@
 
 Outputs come from the build's own execution cache (`<build>/.jupyter_cache`, in
 $BOOK_BUILD_DIR or <repo>/_build), where a chapter's outputs are kept with the
-engine snapshot they ran on: a hit is literally what the site shows. On a miss
+engine snapshot they ran on: a hit is literally what the site shows. A hit counts
+only if this verifier ran it, in the numerical environment it is in now (OpenBLAS
+core, NumPy SIMD groups: `verified-numerics.json` beside the cache); a run the
+build stored, as in a fresh CI clone after the browser tests' build, runs again
+here once. On a miss
 the chapter runs here exactly as the build runs it (book/_ext/engine_cache.py:
 one kernel on the chapter's snapshot, cell by cell, in the chapter's folder, each
 cell under its `timeout:` or `execute: timeout:`; a cell that raises does not
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -39,6 +44,59 @@ def build_dir(root=ROOT) -> Path:
 
 
 open_cache = engine_cache.open_cache  # the cache the build reads
+
+
+# -- the numerical environment a cached run belongs to ------------------------------------
+#
+# The build's cache key says what a chapter ran on (its cells, its engine snapshot, its
+# data files), not where: OpenBLAS's kernel family and NumPy's SIMD groups change the
+# last bits of the numbers. The verifier trusts a cached run only if it ran that run
+# itself in the environment it is in now; it keeps, next to the cache, which record it
+# verified under which environment. A run the build stored (no such entry: a fresh CI
+# clone, or a `jupyter-book build` before the tests) is executed again here once.
+
+NUMERICS_FILE = "verified-numerics.json"
+
+
+@functools.lru_cache(maxsize=None)
+def numerical_environment() -> str:
+    """This process's numbers: OpenBLAS core, NumPy SIMD groups, NumPy version (one line)."""
+    import numpy
+    import numerics
+
+    got = numerics.probe({})
+    return json.dumps({**got, "numpy": numpy.__version__}, sort_keys=True)
+
+
+def _numerics_path(build) -> Path:
+    return engine_cache.cache_dir(build) / NUMERICS_FILE
+
+
+def _verified(build) -> dict:
+    try:
+        return json.loads(_numerics_path(build).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _record_id(record) -> str:
+    """One stored run: SQLite may give a later record the number of a deleted one."""
+    return f"{record.pk} {record.created.isoformat()}"
+
+
+def trusted(chapter, record, build) -> bool:
+    """The cached `record` was verified here, in this numerical environment."""
+    entry = _verified(build).get(str(chapter.path))
+    return entry == {"record": _record_id(record), "numerics": numerical_environment()}
+
+
+def mark_verified(chapter, record, build):
+    verified = _verified(build)
+    verified[str(chapter.path)] = {"record": _record_id(record),
+                                   "numerics": numerical_environment()}
+    path = _numerics_path(build)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(verified, indent=1, sort_keys=True))
 
 
 @dataclasses.dataclass
@@ -134,6 +192,8 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     executed = None
     if use_cache:
         executed, record = engine_cache.cached(chapter, build, root)
+        if executed is not None and not trusted(chapter, record, build):
+            executed = None  # stored by the build, or in another numerical environment
         if executed is not None:
             result.source = "cache"
             result.seconds = record.data.get("execution_seconds") or 0.0
@@ -164,9 +224,11 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     result.failures = failures
 
     if result.source == "executed" and env is None:  # what the build would have stored
-        engine_cache.store(chapter, executed, build, result.seconds, root,
-                           failed=bool(run_failures))
+        record = engine_cache.store(chapter, executed, build, result.seconds, root,
+                                    failed=bool(run_failures))
         result.stored = not run_failures  # a run cut short runs again next time
+        if result.stored:
+            mark_verified(chapter, record, build)
 
     if update:
         rewrite(result, build)
@@ -194,7 +256,8 @@ def rewrite(result: Result, build):
     new_chapter = ex.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":
         nb = restore_under(new_chapter, result.executed_nb)
-        engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
+        record = engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
+        mark_verified(new_chapter, record, build)
     result.rewritten = sorted(updates)
     result.failures = [f for f in result.failures if f.line not in updates]
     result.chapter = new_chapter

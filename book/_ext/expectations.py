@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import html.parser
 import math
 import re
 from pathlib import Path
@@ -519,7 +520,7 @@ def strip_ansi(text: str) -> str:
 
 @dataclasses.dataclass
 class CellOutput:
-    text: str  # stdout + text/plain of execute_result, in order
+    text: str  # stdout and the text of every rich output (shown_text), in order
     stderr: str
     error: str | None  # traceback, ANSI stripped
     has_text: bool
@@ -533,8 +534,60 @@ class CellOutput:
         return dataclasses.replace(self, text=text, error=None, has_text=True)
 
 
+class _HTMLText(html.parser.HTMLParser):
+    """The text a browser shows for an HTML output: no tags, no scripts or styles."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts, self._hidden = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._hidden += 1
+        elif tag in ("br", "p", "div", "tr", "li", "h1", "h2", "h3", "h4", "table"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._hidden = max(0, self._hidden - 1)
+        elif tag in ("td", "th"):
+            self.parts.append(" ")
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    parser = _HTMLText()
+    parser.feed(markup)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def shown_text(data: dict, kind: str = "display_data") -> str | None:
+    """The text a rich output shows, or None for a picture (a figure, a player).
+
+    A bundle with an image is a figure: its text/plain is a placeholder
+    (`<Figure size ...>`) and its text/html, where there is one, a player. Otherwise
+    the text is what the page renders: text/markdown first (a `display(Markdown(...))`
+    table), then the text of text/html, then text/plain. An `execute_result` keeps
+    its text/plain even beside an image (`<engine.figures.Interactive player, ...>`),
+    as it always has.
+    """
+    if any(key.startswith("image/") for key in data):
+        return data.get("text/plain") if kind == "execute_result" else None
+    if data.get("text/markdown") is not None:
+        return data["text/markdown"]
+    if data.get("text/html") is not None:
+        return html_text(data["text/html"])
+    return data.get("text/plain")
+
+
 def cell_output(outputs, raises=False) -> CellOutput:
-    """Collect a cell's outputs. With `raises` (the cell is tagged `raises-exception`,
+    """Collect a cell's outputs: what it printed and the text of every result and display
+    (`shown_text`), in order. With `raises` (the cell is tagged `raises-exception`,
     which nbclient and so the build accept), an error is part of the printed text as
     its last traceback line, `ValueError: message`, instead of a failure."""
     text, stderr, error, error_line, has_text = [], [], None, None, False
@@ -546,10 +599,10 @@ def cell_output(outputs, raises=False) -> CellOutput:
             else:
                 text.append(output.get("text", ""))
                 has_text = True
-        elif kind == "execute_result":
-            plain = output.get("data", {}).get("text/plain")
-            if plain is not None:
-                text.append(plain if plain.endswith("\n") else plain + "\n")
+        elif kind in ("execute_result", "display_data"):
+            shown = shown_text(output.get("data", {}), kind)
+            if shown is not None:
+                text.append(shown if shown.endswith("\n") else shown + "\n")
                 has_text = True
         elif kind == "error":
             error_line = strip_ansi(f"{output.get('ename')}: {output.get('evalue')}")

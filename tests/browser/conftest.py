@@ -6,7 +6,9 @@
 * `server` serves it with `http.server` on a free localhost port.
 * `browser` is Debian's Chromium (`/usr/bin/chromium`) driven by Playwright. Without
   it the browser tests SKIP, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
-* `open_page(path, width)` loads a page and records what went wrong on the way:
+* `book_page(docname, width)` is a page of the book, fresh for each test (the tests
+  that click); `seen_page` the same page loaded once per session, for the tests that
+  only look; `open_page(path, width)` loads any path. Each records what went wrong:
   console errors and warnings, page errors, failed requests, HTTP errors, and any
   request to a host other than localhost (blocked).
 """
@@ -137,14 +139,7 @@ def open_page(browser, server):
         context.close()
 
 
-@pytest.fixture(scope="session")
-def book_page(browser, server):
-    """A page of the book, loaded once per session and viewport and shared by the tests.
-
-    Typesetting math takes a second or two per load on a small machine, so each
-    page is loaded once at desktop and once at phone width; the problems list keeps
-    growing with whatever a later test's clicks cause.
-    """
+def _pages(browser, server):
     cache = {}
 
     def _get(docname, viewport=DESKTOP):
@@ -153,6 +148,32 @@ def book_page(browser, server):
             cache[key] = _load(browser, server, f"{docname}.html", viewport)
         return cache[key]
 
-    yield _get
+    return cache, _get
+
+
+@pytest.fixture
+def book_page(browser, server):
+    """A page of the book, loaded afresh for this test (one per viewport, closed after it).
+
+    Every test that clicks, types or presses a key uses this one: its clicks (a menu, a
+    player's frame) cannot change what another test sees, nor land in its problems list.
+    """
+    cache, get = _pages(browser, server)
+    yield get
+    for loaded in cache.values():
+        loaded.context.close()
+
+
+@pytest.fixture(scope="session")
+def seen_page(browser, server):
+    """A page of the book loaded once per session and viewport, for tests that only look.
+
+    Typesetting the math takes a second or two per load on a small machine, and most
+    tests only read the page (its size, its text, its images): they share one load,
+    whose problems list holds what its loading caused, nothing else. A test that
+    clicks takes `book_page` instead.
+    """
+    cache, get = _pages(browser, server)
+    yield get
     for loaded in cache.values():
         loaded.context.close()

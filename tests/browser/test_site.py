@@ -17,7 +17,7 @@ from urllib.parse import urljoin
 import nbformat
 import pytest
 
-from site_pages import DESKTOP, PHONE, chapter_docnames, page_id, toc_docnames
+from site_pages import DESKTOP, PHONE, ROOT, chapter_docnames, page_id, toc_docnames
 
 pytestmark = pytest.mark.browser
 
@@ -41,13 +41,13 @@ ARTICLE_TEXT = """() => {
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_page_loads_clean_and_fits_a_phone(book_page, screenshots, docname):
-    loaded = book_page(docname)
+def test_page_loads_clean_and_fits_a_phone(seen_page, screenshots, docname):
+    loaded = seen_page(docname)
     loaded.page.screenshot(path=str(screenshots / f"{page_id(docname)}-desktop.png"),
                            full_page=True)
     assert not loaded.problems, "\n".join(loaded.problems)
 
-    phone = book_page(docname, PHONE)
+    phone = seen_page(docname, PHONE)
     phone.page.screenshot(path=str(screenshots / f"{page_id(docname)}-phone.png"),
                           full_page=True)
     assert not phone.problems, "\n".join(phone.problems)
@@ -75,8 +75,8 @@ def test_page_loads_clean_and_fits_a_phone(book_page, screenshots, docname):
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_math_is_typeset(book_page, docname):
-    loaded = book_page(docname)
+def test_math_is_typeset(seen_page, docname):
+    loaded = seen_page(docname)
     page = loaded.page
     math = page.locator(".math").count()
     untypeset = page.evaluate(
@@ -95,8 +95,8 @@ def test_math_is_typeset(book_page, docname):
 
 
 @pytest.mark.parametrize("docname", PAGES, ids=page_id)
-def test_every_image_loads(book_page, docname):
-    loaded = book_page(docname)
+def test_every_image_loads(seen_page, docname):
+    loaded = seen_page(docname)
     page = loaded.page
     page.evaluate("async () => { for (const img of document.images) {"
                   " img.loading = 'eager'; try { await img.decode(); } catch (e) {} } }")
@@ -120,8 +120,8 @@ def _body_word(page):
         "() => [...document.querySelectorAll('article section p')].map(p => p.innerText)"
         ".join(' ')")
     words = [w for w in re.findall(r"[A-Za-z]{7,}", text) if w.lower() not in title.lower()]
-    if not words:
-        return None
+    assert words, ("no prose found under `article section p`: every chapter has some, so the "
+                   "theme's markup changed and this selector needs updating")
     counts = {}
     for w in words:
         counts[w.lower()] = counts.get(w.lower(), 0) + 1
@@ -129,11 +129,9 @@ def _body_word(page):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_search_finds_the_chapter(book_page, open_page, docname):
-    chapter = book_page(docname)
+def test_search_finds_the_chapter(seen_page, open_page, docname):
+    chapter = seen_page(docname)
     word = _body_word(chapter.page)
-    if word is None:
-        pytest.skip(f"{docname} has no prose paragraph yet")
     loaded = open_page(f"search.html?q={word}")
     page = loaded.page
     page.wait_for_selector("#search-results ul.search li, #search-results p",
@@ -159,16 +157,19 @@ def test_download_menu_gives_the_executed_notebook(book_page, docname):
     link.wait_for(state="visible", timeout=5000)
     assert ".ipynb" in link.inner_text()
     url = urljoin(page.url, link.get_attribute("href"))
-    page.keyboard.press("Escape")  # close the menu again: later tests share this page
+    page.keyboard.press("Escape")
     response = page.request.get(url)
     assert response.ok, f"{url}: HTTP {response.status}"
     nb = nbformat.reads(response.text(), as_version=4)
     nbformat.validate(nb)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code, "the notebook has no code cells"
-    outputs = [o for c in code for o in c.outputs]
     expected = [c for c in code if "expect" in c.metadata]
-    assert outputs or not expected, "the downloaded notebook has no outputs: not the executed one"
+    assert expected, "no cell of the notebook carries its expect: (metadata), so nothing says "\
+        "which cells print"
+    silent = [c.source.splitlines()[0] for c in expected if not c.outputs]
+    assert not silent, ("cells that print in the book but have no output in the downloaded "
+                        f"notebook (not the executed one?): {silent[:5]}")
     raw = ("{listing}", "{literalinclude}")
     assert not any(d in c.source for c in nb.cells if c.cell_type == "markdown" for d in raw)
     assert "engine-snapshot" in code[0].metadata.get("tags", []), "no engine in the first cell"
@@ -189,16 +190,30 @@ def test_intro_links_the_archive(book_page):
     assert len(notebooks) == len(CHAPTERS), notebooks
 
 
-PLAYERS_SEEN = []
+PLAYER_CALL = re.compile(r"\binteractive\(")  # engine.figures.interactive: a player
 
 
-@pytest.mark.parametrize("docname", PAGES, ids=page_id)
+def declared_players(docname):
+    """How many places in the chapter's source make a player (calls of `interactive(`)."""
+    return len(PLAYER_CALL.findall((ROOT / f"{docname}.md").read_text(encoding="utf8")))
+
+
+WITH_PLAYERS = [d for d in CHAPTERS if declared_players(d)]
+
+
+def test_the_book_declares_interactive_players():
+    """The chapters that draw a player are read from their source, not from earlier tests."""
+    assert WITH_PLAYERS, "no chapter calls engine.figures.interactive: the players are gone"
+
+
+@pytest.mark.parametrize("docname", WITH_PLAYERS, ids=page_id)
 def test_interactive_players_respond(book_page, screenshots, docname):
     loaded = book_page(docname)
     page = loaded.page
     players = page.locator("div.animation")
     count = players.count()
-    PLAYERS_SEEN.append(count)
+    assert count >= 1, (f"{docname}.md calls interactive( {declared_players(docname)} time(s), "
+                        "but its page has no player (div.animation)")
     for i in range(count):
         player = players.nth(i)
         player.scroll_into_view_if_needed()
@@ -214,10 +229,3 @@ def test_interactive_players_respond(book_page, screenshots, docname):
         (screenshots / f"{page_id(docname)}-player{i}-1.png").write_bytes(after)
         assert before != after, f"player {i} of {docname} did not change on 'Next frame'"
     assert not loaded.problems, "\n".join(loaded.problems)
-
-
-def test_the_book_has_interactive_players():
-    if not PLAYERS_SEEN:
-        pytest.skip("the player tests did not run")
-    if sum(PLAYERS_SEEN) == 0:
-        pytest.skip("no page has an interactive figure yet")
