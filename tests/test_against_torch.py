@@ -41,30 +41,15 @@ from support.strategies import FEW, MANY, SOME, nonzero, pairs, positive, shapes
 from support.strategies import classification, logits_and_axis
 from support import programs
 from support.programs import Program
+from support.oracles import assert_same
 
 # On valid inputs the engine warns about nothing: any warning fails the test, except
 # where a test expects one (pytest.warns) or silences it on purpose (compare(quiet=True)).
 pytestmark = pytest.mark.filterwarnings("error")
 
-RTOL = 1e-10
-ATOL_FACTOR = 1e-12
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def assert_same(mine, theirs, what):
-    """The engine's array against PyTorch's: same shape, float64, close, nan/inf in place."""
-    if torch.is_tensor(theirs):
-        theirs = theirs.detach().numpy()
-    theirs = np.asarray(theirs, dtype=np.float64)
-    mine = np.asarray(mine)
-    assert mine.dtype == np.float64, f"{what}: dtype {mine.dtype}"
-    assert mine.shape == theirs.shape, f"{what}: shape {mine.shape}, PyTorch {theirs.shape}"
-    finite = theirs[np.isfinite(theirs)]
-    scale = max(1.0, float(np.max(np.abs(finite), initial=0.0)))
-    np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=ATOL_FACTOR * scale,
-                               equal_nan=True, err_msg=what)
 
 
 def seed_like(shape, gseed):

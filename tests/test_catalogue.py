@@ -16,40 +16,22 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import assume, given, strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays, mutually_broadcastable_shapes
 
-torch = pytest.importorskip(
-    "torch", reason="PyTorch is the reference these tests compare with (tests/requirements.txt)")
+import torch  # required, not skipped: PyTorch is the reference (tests/requirements.txt)
 
-import engine  # noqa: E402
-from engine import Tensor, gradcheck  # noqa: E402
-from engine import functional as F  # noqa: E402
+import engine
+from engine import Tensor, gradcheck
+from engine import functional as F
+from support.oracles import assert_same
+from support.strategies import SOME, TIES, values
 
 pytestmark = [pytest.mark.chapter("catalogue"), pytest.mark.filterwarnings("error")]
 
-PROFILE = dict(derandomize=True, database=None, deadline=None, print_blob=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-SOME = settings(max_examples=40, **PROFILE)
-RTOL, ATOL_FACTOR = 1e-10, 1e-12
-TIES = (-1.0, -0.5, 0.0, 0.5, 1.0)
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def assert_same(mine, theirs, what):
-    """The engine's array against PyTorch's: same shape, float64, close, nan/inf in place."""
-    if torch.is_tensor(theirs):
-        theirs = theirs.detach().numpy()
-    theirs = np.asarray(theirs, dtype=np.float64)
-    mine = np.asarray(mine)
-    assert mine.dtype == np.float64, f"{what}: dtype {mine.dtype}"
-    assert mine.shape == theirs.shape, f"{what}: shape {mine.shape}, PyTorch {theirs.shape}"
-    finite = theirs[np.isfinite(theirs)]
-    scale = max(1.0, float(np.max(np.abs(finite), initial=0.0)))
-    np.testing.assert_allclose(mine, theirs, rtol=RTOL, atol=ATOL_FACTOR * scale,
-                               equal_nan=True, err_msg=what)
 
 
 def compare(engine_fn, torch_fn, inputs, gseed=0, needs=None):
@@ -72,12 +54,6 @@ def compare(engine_fn, torch_fn, inputs, gseed=0, needs=None):
         if needs[k]:
             expected = leaf_t.grad if leaf_t.grad is not None else np.zeros(leaf.shape)
             assert_same(leaf.grad, expected, f"grad of input {k}")
-
-
-def values(shape, low=-2.0, high=2.0):
-    """Arrays of `shape` whose entries are often exactly equal, and often 0."""
-    anything = st.floats(low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False)
-    return arrays(np.float64, shape, elements=st.one_of(st.sampled_from(TIES), anything))
 
 
 SHAPES = array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3)  # empty axes too
