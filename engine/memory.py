@@ -17,9 +17,6 @@ those cells are exactly what stays alive until backward runs.
 """
 
 import contextlib
-#> speed
-import gc
-#> memory
 import weakref
 
 import numpy as np
@@ -41,8 +38,8 @@ class VersionedArray(np.ndarray):
     `a.flat[i] = v`): catching them would need a hook on every NumPy call.
     """
 
-    #> speed
-    __slots__ = ()  # no per-array __dict__: appendix `speed`, "Many small objects"
+    #> fast
+    __slots__ = ()  # no per-array __dict__: chapter `fast`, "Many small objects"
 
     #> memory
     @classmethod
@@ -131,26 +128,6 @@ def no_grad():
         yield
     finally:
         _grad_enabled[0] = previous
-
-
-#> speed
-class collector_paused:
-    """`with collector_paused():` pauses Python's cycle collector, then restores its state.
-
-    `Tensor.backward` sweeps inside it. A graph holds no reference cycles (a
-    node refers to its parents, never to its children), so reference counting
-    frees it and the cycle collector finds nothing in it; but the sweep's
-    allocations would trigger the collector again and again, and each time it
-    would walk the whole graph (appendix `speed`, "Many small objects").
-    """
-
-    def __enter__(self):
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exception):
-        if self.was_enabled:
-            gc.enable()
 
 
 #> memory
