@@ -61,6 +61,15 @@ class VersionedArray(np.ndarray):
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
 
+    #> fast
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What a ufunc computes from this array is new memory, returned as a plain ndarray:
+        a VersionedArray would make every later NumPy call on it slower. A view of this
+        memory (np.squeeze makes one) stays a VersionedArray, so that writes through it count."""
+        if array.base is None and not return_scalar:
+            return array
+        return super().__array_wrap__(array, context, return_scalar)
+
 
 # PyTorch keeps a tensor's version in a counter that the tensor shares with its views.
 # A NumPy array has no room for one, and NumPy makes some views of a view point past it,

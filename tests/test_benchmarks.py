@@ -17,7 +17,7 @@ def check_workloads(section):
     assert set(section["implementations"]) == {"engine", "engine_memory", "numpy", "torch",
                                                "autograd"}
     assert set(section["ablations"]) == {"engine_without_pause", "engine_without_adopt",
-                                         "engine_without_wrap"}  # chapter fast's steps
+                                         "engine_without_wrap", "engine_without_plain"}
     names = set(section["implementations"]) | set(section["ablations"])
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name

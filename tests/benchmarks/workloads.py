@@ -361,6 +361,7 @@ ABLATIONS = {
     "pause": "sweeps without pausing the cycle collector",
     "adopt": "copies every first VJP instead of adopting it",
     "wrap": "makes each result with Tensor(...) instead of wrapping it",
+    "plain": "keeps NumPy's results on versioned arrays versioned",
 }
 
 
@@ -370,7 +371,11 @@ def ablate(step):
 
     import engine.tensor as T
 
-    if step == "pause":
+    if step == "plain":
+        import engine.memory as M
+
+        del M.VersionedArray.__array_wrap__  # back to ndarray's: results of the subclass
+    elif step == "pause":
         T.collector_paused = contextlib.nullcontext
     elif step == "adopt":
         def copying_adopt(self, vjp, y_bar):
