@@ -1,8 +1,9 @@
 #> fast
 """Speed: what the engine does so that its bookkeeping costs less than its arithmetic.
 
-Introduced in chapter `fast` (Making it fast). Most of that chapter's changes
-replace lines of `engine/tensor.py`; this module holds the one tool they need:
+Introduced in chapter `fast` (Making it fast). That chapter's changes replace
+lines of `engine/tensor.py` and `engine/memory.py`; this module holds the one
+tool it gives the reader:
 
     collector_paused   pause Python's cycle collector for a block, then restore it
 """
@@ -13,11 +14,12 @@ import gc
 class collector_paused:
     """`with collector_paused():` pauses Python's cycle collector, then restores its state.
 
-    `Tensor.backward` sweeps inside it. A graph holds no reference cycles (a
-    node refers to its parents, never to its children), so reference counting
-    frees it and the cycle collector finds nothing in it; but the sweep's
-    allocations would trigger the collector again and again, and each time it
-    would walk the whole graph (chapter `fast`, "Many small objects").
+    For a deep forward pass: a graph holds no reference cycles (a node refers
+    to its parents, never to its children), so reference counting frees it and
+    the collector finds nothing in it, but building it triggers the collector
+    again and again, and each full pass walks the whole graph built so far
+    (chapter `fast`, "Many small objects"). Code inside must make no cycles of
+    its own, or call gc.collect() after the block.
     """
 
     def __enter__(self):

@@ -20,8 +20,6 @@ from .shapes import broadcast_shape, unbroadcast
 #> memory
 from .memory import (VersionedArray, check_saved, is_grad_enabled,
                      record_versions, release)
-#> fast
-from .fast import collector_paused
 
 
 #> tensors
@@ -553,15 +551,11 @@ class Tensor:
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
         #> errors
         self._add_grad(self._seed(gradient))
-        #< tensors, replaced in fast
+        #< tensors, replaced in errors
         # for node in reversed(order):
         #     node._run_closure()
-        #< fast, replaced in errors
-        # with collector_paused():  # no cycles: see "Many small objects" in chapter `fast`
-        #     for node in reversed(order):
-        #         node._run_closure()
         #> errors
-        with collector_paused(), trouble.watch():  # no cycles: see chapter `fast`
+        with trouble.watch():
             for node in reversed(order):
                 trouble.op = node.op
                 node._run_closure()

@@ -358,7 +358,6 @@ def leaf_autograd(w):
 # -- ablations: the finished engine with one step of chapter `fast` undone ----------------
 
 ABLATIONS = {
-    "pause": "sweeps without pausing the cycle collector",
     "adopt": "copies every first VJP instead of adopting it",
     "wrap": "makes each result with Tensor(...) instead of wrapping it",
     "plain": "keeps NumPy's results on versioned arrays versioned",
@@ -367,16 +366,12 @@ ABLATIONS = {
 
 def ablate(step):
     """Undo `step` of chapter `fast` in the imported (finished) engine, by patching it."""
-    import contextlib
-
     import engine.tensor as T
 
     if step == "plain":
         import engine.memory as M
 
         del M.VersionedArray.__array_wrap__  # back to ndarray's: results of the subclass
-    elif step == "pause":
-        T.collector_paused = contextlib.nullcontext
     elif step == "adopt":
         def copying_adopt(self, vjp, y_bar):
             self.grad = np.array(vjp, dtype=np.float64)
