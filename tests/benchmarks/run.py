@@ -104,7 +104,7 @@ TARGETS = {
 LABELS = {"engine": "engine", "engine_memory": "engine before fast", "numpy": "NumPy by hand",
           "torch": "PyTorch CPU", "autograd": "HIPS autograd"}
 ABLATED = tuple(f"engine_without_{step}" for step in W.ABLATIONS)
-ABLATION_LABELS = {f"engine_without_{step}": f"engine, {what}"
+ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
                    for step, what in W.ABLATIONS.items()}
 FULL = {"repeats": 7, "min_time": 0.2, "warmup": 0.2}
 QUICK = {"repeats": 3, "min_time": 0.05, "warmup": 0.05}

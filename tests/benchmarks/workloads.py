@@ -357,10 +357,10 @@ def leaf_autograd(w):
 
 # -- ablations: the finished engine with one step of chapter `fast` undone ----------------
 
-ABLATIONS = {
-    "adopt": "copies every first VJP instead of adopting it",
-    "wrap": "makes each result with Tensor(...) instead of wrapping it",
-    "plain": "keeps NumPy's results on versioned arrays versioned",
+ABLATIONS = {  # the step of chapter `fast` each undoes, and how
+    "wrap": "Step 1: each result made by Tensor(...)",
+    "adopt": "Step 2: every first VJP copied",
+    "plain": "Step 4: NumPy's results left versioned",
 }
 
 
