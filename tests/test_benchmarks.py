@@ -18,7 +18,8 @@ def check_workloads(section):
                                                "autograd"}
     assert set(section["ablations"]) == {"engine_without_adopt", "engine_without_wrap",
                                          "engine_without_plain"}  # chapter fast's steps
-    names = set(section["implementations"]) | set(section["ablations"])
+    assert set(section["tried"]) == {"engine_with_clock"}  # tried in fast, not kept
+    names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name
         for impl, t in w["times"].items():

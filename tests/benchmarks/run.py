@@ -14,9 +14,10 @@ Workloads (tests/benchmarks/workloads.py): each runs forward + backward in
 float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU
 and HIPS autograd. The engine runs as the book finishes it, as chapter `memory`
 leaves it (the snapshot before chapter `fast`, written by book/_ext/snapshots.py
-and put first on that worker's PYTHONPATH), and with each step of chapter `fast`
-undone in turn (`engine_without_<step>`, workloads.ABLATIONS), all in the same
-rounds. How they are timed, so that the ratios are fair:
+and put first on that worker's PYTHONPATH), with each step of chapter `fast`
+undone in turn (`engine_without_<step>`, workloads.ABLATIONS), and with a change
+that chapter tried and did not keep (`engine_with_<name>`, workloads.EXPERIMENTS),
+all in the same rounds. How they are timed, so that the ratios are fair:
 
 * Each implementation runs in its own worker process (`--worker`), started the
   same way, with the same NumPy inputs, one BLAS/OpenMP thread (the variables
@@ -106,6 +107,9 @@ LABELS = {"engine": "engine", "engine_memory": "engine before fast", "numpy": "N
 ABLATED = tuple(f"engine_without_{step}" for step in W.ABLATIONS)
 ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
                    for step, what in W.ABLATIONS.items()}
+TRIED = tuple(f"engine_with_{name}" for name in W.EXPERIMENTS)
+TRIED_LABELS = {f"engine_with_{name}": f"engine with {what}"
+                for name, what in W.EXPERIMENTS.items()}
 FULL = {"repeats": 7, "min_time": 0.2, "warmup": 0.2}
 QUICK = {"repeats": 3, "min_time": 0.05, "warmup": 0.05}
 
@@ -160,6 +164,8 @@ def worker(workload, implementation):
         info["engine_file"] = engine.__file__  # which engine: the snapshot or the package
         if implementation.startswith("engine_without_"):
             W.ablate(implementation.removeprefix("engine_without_"))
+        if implementation.startswith("engine_with_"):
+            W.experiment(implementation.removeprefix("engine_with_"))
     data = W.inputs(workload)
     step = W.setup(workload, implementation, data)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -368,7 +374,7 @@ def run_workloads(names, settings, commit=None, ablations=True):
         engine_root = snapshot(Path(tempfile.mkdtemp(prefix="engine-timing-")) / "root", commit)
     memory_folder = Path(tempfile.mkdtemp(prefix="engine-memory-"))
     memory_root = memory_snapshot(engine_root or ROOT, memory_folder)
-    implementations = W.IMPLEMENTATIONS + (ABLATED if ablations else ())
+    implementations = W.IMPLEMENTATIONS + ((ABLATED + TRIED) if ablations else ())
     section = {
         "date": now(),
         "commit": commit_info(commit),
@@ -379,6 +385,7 @@ def run_workloads(names, settings, commit=None, ablations=True):
                          iteration="leaves made once; zero the gradients, forward, backward"),
         "implementations": dict(LABELS),
         "ablations": {k: v for k, v in ABLATION_LABELS.items() if k in implementations},
+        "tried": {k: v for k, v in TRIED_LABELS.items() if k in implementations},
         "workloads": {},
     }
     for name in names:
@@ -566,9 +573,10 @@ def fmt_time(seconds):
 
 
 def workloads_table(section):
-    impls = [i for i in W.IMPLEMENTATIONS + ABLATED
+    impls = [i for i in W.IMPLEMENTATIONS + ABLATED + TRIED
              if any(i in w["times"] for w in section["workloads"].values())]
-    short = {i: i.replace("engine_without_", "w/o ").replace("engine_memory", "before")
+    short = {i: i.replace("engine_without_", "w/o ").replace("engine_with_", "w/ ")
+             .replace("engine_memory", "before")
              for i in impls}
     lines = [f"{'workload':<16}" + "".join(f"{short[i]:>12}" for i in impls)
              + f"{'engine / torch':>16}{'engine / numpy':>16}   target"]

@@ -393,9 +393,51 @@ def ablate(step):
         raise ValueError(f"no step {step!r} to undo: {', '.join(ABLATIONS)}")
 
 
+# -- a step tried and not kept: measured beside the others, applied by patching ---------
+
+EXPERIMENTS = {
+    "clock": "versions noted only once memory has been written, checks skipped when nothing was",
+}
+
+
+def experiment(name):
+    """Apply the change `name`, which chapter `fast` tried and did not keep, to the engine."""
+    import engine.memory as M
+    import engine.tensor as T
+
+    if name != "clock":
+        raise ValueError(f"no experiment {name!r}: {', '.join(EXPERIMENTS)}")
+    writes = [0]  # the write clock: counted writes so far, in any memory
+    counted_bump = M.VersionedArray.bump
+
+    def bump(self):
+        counted_bump(self)
+        writes[0] += 1
+
+    def record_versions(backward_fn):
+        if not M._versions:  # no memory written yet: every saved array is at version 0
+            return (writes[0], ())
+        return (writes[0], M.record_versions(backward_fn))
+
+    def check_saved(node):
+        if M.is_freed(node) or not node.saved_versions:
+            return M.check_saved(node)  # raises for a freed graph; a leaf has nothing saved
+        clock, recorded = node.saved_versions
+        if clock == writes[0]:
+            return  # nothing was written anywhere since the node was made
+        noted = {id(array): version for array, version in recorded}
+        arrays = [M._array_of(v) for v in M.captured(node.backward_fn)]
+        node.saved_versions = tuple((a, noted.get(id(a), 0)) for a in arrays if a is not None)
+        M.check_saved(node)
+
+    M.VersionedArray.bump = bump
+    T.record_versions, T.check_saved = record_versions, check_saved
+
+
 def setup(workload, implementation, data=None):
     """`step` for `workload` through `implementation`, on `data` (default: `inputs(workload)`)."""
     data = inputs(workload) if data is None else data
-    if implementation in ENGINES or implementation.startswith("engine_without_"):
+    if implementation in ENGINES or implementation.startswith(("engine_without_",
+                                                               "engine_with_")):
         implementation = "engine"
     return globals()[f"{WORKLOADS[workload]['program']}_{implementation}"](*data)
