@@ -55,3 +55,13 @@ def test_the_stored_results_have_everything_the_speed_page_reads():
     assert not stored["workloads"]["commit"]["dirty"], "measured with uncommitted changes"
     build = stored["build"]
     assert math.isclose(build["overhead"], build["cold_build"] - build["scripts_sum"], abs_tol=0.11)
+
+
+def test_the_engine_before_fast_that_the_chapter_reads_is_the_snapshot_of_memory():
+    """book/data/engine-before-fast.json: write it again with
+    `python tests/benchmarks/run.py --engine-before` after a change to an earlier chapter's lines."""
+    sys.path.insert(0, str(RUN.parent))
+    import run
+
+    stored = json.loads((ROOT / "book" / "data" / "engine-before-fast.json").read_text())
+    assert stored == run.engine_before(), "stale: run tests/benchmarks/run.py --engine-before"

@@ -87,6 +87,9 @@ from pathlib import Path  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RESULTS = ROOT / "book" / "data" / "benchmarks.json"
+# the engine as chapter `memory` leaves it, as data: chapter `fast` compares it with its own
+# engine in fresh processes, in the build and in a downloaded notebook alike
+ENGINE_BEFORE = ROOT / "book" / "data" / "engine-before-fast.json"
 sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
@@ -357,6 +360,20 @@ def machine_info():
 
 def now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def engine_before(root=ROOT):
+    """{"chapter", "hash", "files"}: the snapshot of chapter `memory` (book/_ext/snapshots.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import snapshots
+
+    return {"chapter": "memory", "hash": snapshots.snapshot_hash("memory", root),
+            "files": snapshots.snapshot_files("memory", root)}
+
+
+def write_engine_before(path=ENGINE_BEFORE):
+    path.write_text(json.dumps(engine_before(), indent=1, sort_keys=True) + "\n")
+    print(f"written: {path}")
 
 
 def memory_snapshot(root, folder):
@@ -659,11 +676,17 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, help=f"results file (default {RESULTS.relative_to(ROOT)}"
                         "; --only and --quick write only to a file named here)")
     parser.add_argument("--show", action="store_true", help="print the stored results, run nothing")
+    parser.add_argument("--engine-before", action="store_true",
+                        help=f"only write {ENGINE_BEFORE.relative_to(ROOT)}, the engine as chapter "
+                        "memory leaves it, which chapter fast reads (a full run writes it too)")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker:
         worker(*args.worker)
+        return
+    if args.engine_before:
+        write_engine_before()
         return
     out = args.out or RESULTS
     results = load(out)
@@ -692,6 +715,8 @@ def main(argv=None):
     if write or args.build:
         save(out, results)
         print(f"written: {out}")
+        if args.out is None and args.commit is None:
+            write_engine_before()
     else:
         print("not written (--only or --quick); add --out FILE to keep these results")
 
