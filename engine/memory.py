@@ -17,9 +17,6 @@ those cells are exactly what stays alive until backward runs.
 """
 
 import contextlib
-#> speed
-import gc
-#> memory
 import weakref
 
 import numpy as np
@@ -41,8 +38,8 @@ class VersionedArray(np.ndarray):
     `a.flat[i] = v`): catching them would need a hook on every NumPy call.
     """
 
-    #> speed
-    __slots__ = ()  # no per-array __dict__: appendix `speed`, "Many small objects"
+    #> fast
+    __slots__ = ()  # no per-array __dict__: chapter `fast`, "Many small objects"
 
     #> memory
     @classmethod
@@ -63,6 +60,15 @@ class VersionedArray(np.ndarray):
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
+
+    #> fast
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """What a ufunc computes from this array is new memory, returned as a plain ndarray:
+        a VersionedArray would make every later NumPy call on it slower. A view of this
+        memory (np.squeeze makes one) stays a VersionedArray, so that writes through it count."""
+        if array.base is None and not return_scalar:
+            return array
+        return super().__array_wrap__(array, context, return_scalar)
 
 
 # PyTorch keeps a tensor's version in a counter that the tensor shares with its views.
@@ -131,26 +137,6 @@ def no_grad():
         yield
     finally:
         _grad_enabled[0] = previous
-
-
-#> speed
-class collector_paused:
-    """`with collector_paused():` pauses Python's cycle collector, then restores its state.
-
-    `Tensor.backward` sweeps inside it. A graph holds no reference cycles (a
-    node refers to its parents, never to its children), so reference counting
-    frees it and the cycle collector finds nothing in it; but the sweep's
-    allocations would trigger the collector again and again, and each time it
-    would walk the whole graph (appendix `speed`, "Many small objects").
-    """
-
-    def __enter__(self):
-        self.was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exception):
-        if self.was_enabled:
-            gc.enable()
 
 
 #> memory

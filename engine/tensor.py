@@ -17,11 +17,8 @@ import numpy as np
 
 #> shapes
 from .shapes import broadcast_shape, unbroadcast
-#< memory, replaced in speed
-# from .memory import (VersionedArray, check_saved, is_grad_enabled,
-#                      record_versions, release)
-#> speed
-from .memory import (VersionedArray, check_saved, collector_paused, is_grad_enabled,
+#> memory
+from .memory import (VersionedArray, check_saved, is_grad_enabled,
                      record_versions, release)
 
 
@@ -29,9 +26,9 @@ from .memory import (VersionedArray, check_saved, collector_paused, is_grad_enab
 class Tensor:
     """A float64 array with a grad of the same shape, its parents and a backward closure."""
 
-    #> speed
-    # Named slots instead of a per-object __dict__: fewer bytes per node (appendix
-    # `speed`, "Many small objects").
+    #> fast
+    # Named slots instead of a per-object __dict__: fewer bytes per node (chapter
+    # `fast`, "Many small objects").
     __slots__ = ("_data", "grad", "requires_grad", "parents", "op", "backward_fn",
                  "saved_versions", "__weakref__")
 
@@ -52,8 +49,11 @@ class Tensor:
         # self.data = np.array(data, dtype=np.float64, copy=True if copy else None)
         #> errors
         self.data = float64_array(data, requires_grad, copy)
+        #< tensors, replaced in fast
+        # self.grad = np.zeros(self.data.shape)  # a leaf's grad starts at 0
+        #> fast
+        self.grad = None  # made by the first VJP that reaches it, as in PyTorch
         #> tensors
-        self.grad = np.zeros(self.data.shape)  # a leaf's grad starts at 0
         self.requires_grad = requires_grad
         self.parents = ()        # the inputs of the operation that produced it
         self.op = ""             # the operation that made it; "" for a leaf
@@ -86,27 +86,27 @@ class Tensor:
 
     # -- recording -----------------------------------------------------------
 
-    #< tensors, replaced in speed
+    #< tensors, replaced in fast
     # def _result(self, data, parents, op, backward_fn):
     #     """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
     #     out = Tensor(data, requires_grad=False, copy=False)
     #< tensors, replaced in memory
     #     if any(parent.requires_grad for parent in parents):
-    #< memory, replaced in speed
+    #< memory, replaced in fast
     #     if is_grad_enabled() and any(parent.requires_grad for parent in parents):
-    #< tensors, replaced in speed
+    #< tensors, replaced in fast
     #         out.requires_grad = True
     #         out.parents = parents
     #         out.op = op
     #         out.backward_fn = backward_fn
-    #< memory, replaced in speed
+    #< memory, replaced in fast
     #         out.saved_versions = record_versions(backward_fn)  # checked by backward
-    #< tensors, replaced in speed
+    #< tensors, replaced in fast
     #     return out
-    #> speed
+    #> fast
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
-        out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks, no zero grad
+        out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks
         out._data = VersionedArray.of(data)  # the fresh array the operation computed
         out.grad = None  # made by backward, from the first VJP that reaches it
         if is_grad_enabled() and _needs_grad(parents):
@@ -543,9 +543,9 @@ class Tensor:
             check_saved(node)  # raises if the graph was freed or a saved value changed
             #> tensors
             if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
-                #< tensors, replaced in speed
+                #< tensors, replaced in fast
                 # node.grad = np.zeros(node.shape)
-                #> speed
+                #> fast
                 node.grad = None  # made from the first VJP that reaches it
         #< tensors, replaced in errors
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
@@ -554,11 +554,8 @@ class Tensor:
         #< tensors, replaced in errors
         # for node in reversed(order):
         #     node._run_closure()
-        #< errors, replaced in speed
-        # with trouble.watch():
-        #> speed
-        with collector_paused(), trouble.watch():  # no cycles: see "Many small objects"
-            #> errors
+        #> errors
+        with trouble.watch():
             for node in reversed(order):
                 trouble.op = node.op
                 node._run_closure()
@@ -578,9 +575,9 @@ class Tensor:
             if parent.requires_grad:  # constants get no grad
                 #< tensors, replaced in shapes
                 # parent._add_grad(vjp)
-                #< shapes, replaced in speed
+                #< shapes, replaced in fast
                 # parent._add_grad(unbroadcast(vjp, parent.shape))
-                #> speed
+                #> fast
                 parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
 
     #> errors
@@ -596,28 +593,28 @@ class Tensor:
             )
         return gradient
 
-    #< tensors, replaced in speed
+    #< tensors, replaced in fast
     # def _add_grad(self, vjp):
-    #> speed
+    #> fast
     def _add_grad(self, vjp, y_bar=None):
         #> tensors
         """Add one VJP into this tensor's grad."""
         #> training
         if self.grad is None:  # after zero_grad(): the first VJP becomes the grad
-            #< training, replaced in speed
+            #< training, replaced in fast
             # self.grad = np.array(vjp, dtype=np.float64)  # a copy: the leaf's own
             # return
-            #> speed
+            #> fast
             self._adopt(vjp, y_bar)
             return
-        #> speed
+        #> fast
         if self.parents:  # a result never writes into its grad, which may be shared
             self.grad = self.grad + vjp
             return
         #> tensors
         self.grad += vjp  # in place: a leaf accumulates, as in PyTorch
 
-    #> speed
+    #> fast
     def _adopt(self, vjp, y_bar):
         """The first VJP into an empty grad becomes the grad, without a copy when it can.
 
@@ -753,7 +750,7 @@ class Tensor:
         return float(self.data.reshape(()))
 
 
-#> speed
+#> fast
 def _needs_grad(parents):
     """Whether any parent requires a gradient; a plain loop, as it runs in every operation
     and any() over a generator costs five times as much."""

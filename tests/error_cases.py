@@ -202,7 +202,7 @@ CASES = [
             y = Tensor(x)
             (y * y).sum().backward()
             print("x.grad =", x.grad, " y.grad =", y.grad)""",
-        prints="x.grad = [0. 0.]  y.grad = [2. 4.]\n",
+        prints="x.grad = None  y.grad = [2. 4.]\n",
         advice="It works, but `Tensor(x)` copies the values into a new leaf with no link to "
                "`x`'s graph, so `x` gets no gradient. `torch.tensor(x)` does the same and warns. "
                "Use `x` itself to keep the graph, or `x.detach()` to say you want a constant.",

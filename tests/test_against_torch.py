@@ -838,15 +838,16 @@ def test_difference_backward_of_a_non_scalar_seeds_ones():
     assert_same(w.grad, w_t.grad, "w.grad, seed ones")
 
 
-def test_difference_a_tensor_from_data_is_a_leaf_that_needs_a_grad_starting_at_zeros():
-    """Conventions and chapter tensors: requires_grad=True by default, grad zeros, not None."""
+def test_difference_a_tensor_from_data_is_a_leaf_whose_grad_the_first_vjp_makes():
+    """Conventions: requires_grad=True by default, where PyTorch's is False. The grad is
+    None until a VJP reaches it, as in PyTorch, since chapter fast (chapter tensors starts
+    it at zeros: tests/test_tensor.py checks that on its snapshot)."""
     x, x_t = Tensor([[1.0, 2.0]]), torch.tensor([[1.0, 2.0]])
     assert x.requires_grad is True and x_t.requires_grad is False
-    assert isinstance(x.grad, np.ndarray) and x.grad.shape == (1, 2) and not x.grad.any()
-    assert torch.tensor([1.0], requires_grad=True).grad is None
-    unused = Tensor([3.0])  # a leaf no graph reached keeps its zeros, PyTorch's stays None
+    assert x.grad is None and torch.tensor([1.0], requires_grad=True).grad is None
+    unused = Tensor([3.0])  # a leaf no graph reached: None here and in PyTorch
     (x * 2).sum().backward()
-    assert unused.grad.tolist() == [0.0]
+    assert unused.grad is None and x.grad.tolist() == [[2.0, 2.0]]
 
 
 def test_difference_integers_become_float64():

@@ -1,5 +1,5 @@
 """The benchmark script (tests/benchmarks/run.py) runs, checks before it times, and stores
-what the speed page reads. Timings are not tested: only that they exist and fit together."""
+what the pages fast and speed read. Timings are not tested: only that they exist and fit together."""
 
 import json
 import math
@@ -14,14 +14,21 @@ STORED = ROOT / "book" / "data" / "benchmarks.json"
 
 
 def check_workloads(section):
-    names = set(section["implementations"])
-    assert names == {"engine", "numpy", "torch", "autograd"}
+    assert set(section["implementations"]) == {"engine", "engine_memory", "numpy", "torch",
+                                               "autograd"}
+    assert set(section["ablations"]) == {"engine_without_adopt", "engine_without_wrap",
+                                         "engine_without_plain"}  # chapter fast's steps
+    assert set(section["tried"]) == {"engine_with_clock"}  # tried in fast, not kept
+    names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name
         for impl, t in w["times"].items():
             assert t["checked"] and t["gradient_difference"] <= 1e-12, (name, impl)
             assert t["median"] > 0 and len(t["samples"]) == section["settings"]["repeats"]
-            assert t["page_faults"] >= 0, (name, impl)
+            assert t["page_faults"] >= 0 and t["first"]["faults"] >= 0, (name, impl)
+        # the engine before chapter fast is the snapshot of memory, not the package
+        assert "/snapshots/memory-" in w["times"]["engine_memory"]["info"]["engine_file"]
+        assert "/snapshots/" not in w["times"]["engine"]["info"]["engine_file"]
         target = w["target"]
         ratio = w["times"]["engine"]["median"] / w["times"][target["versus"]]["median"]
         assert math.isclose(w["ratios"][target["versus"]], ratio)
@@ -44,7 +51,17 @@ def test_the_stored_results_have_everything_the_speed_page_reads():
     stored = json.loads(STORED.read_text())
     check_workloads(stored["workloads"])
     assert list(stored["workloads"]["workloads"]) == [
-        "running_small", "running_large", "mlp", "chain"]
+        "running_small", "running_large", "mlp", "chain", "leaf"]
     assert not stored["workloads"]["commit"]["dirty"], "measured with uncommitted changes"
     build = stored["build"]
     assert math.isclose(build["overhead"], build["cold_build"] - build["scripts_sum"], abs_tol=0.11)
+
+
+def test_the_engine_before_fast_that_the_chapter_reads_is_the_snapshot_of_memory():
+    """book/data/engine-before-fast.json: write it again with
+    `python tests/benchmarks/run.py --engine-before` after a change to an earlier chapter's lines."""
+    sys.path.insert(0, str(RUN.parent))
+    import run
+
+    stored = json.loads((ROOT / "book" / "data" / "engine-before-fast.json").read_text())
+    assert stored == run.engine_before(), "stale: run tests/benchmarks/run.py --engine-before"

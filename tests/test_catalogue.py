@@ -598,5 +598,7 @@ def test_engine_matches_pytorch_on_random_programs_with_the_new_operations(block
         y.backward()
         y_t.backward()
         for k, (leaf, leaf_t) in enumerate(zip(mine, theirs)):
-            expected = leaf_t.grad if leaf_t.grad is not None else np.zeros((2, 3))
-            assert_same(leaf.grad, expected, f"program {seed}: grad of input {k}")
+            if leaf_t.grad is None:  # no VJP reached it: None in both (chapter fast)
+                assert leaf.grad is None, f"program {seed}: grad of input {k}"
+            else:
+                assert_same(leaf.grad, leaf_t.grad, f"program {seed}: grad of input {k}")

@@ -249,6 +249,8 @@ def test_an_optimizer_step_between_forward_and_backward_is_caught():
     from engine.optim import SGD
     model = MLP([2, 3, 1], np.random.default_rng(0))
     loss = model(Tensor(np.ones((4, 2)), requires_grad=False)).sum()
+    for p in model.parameters():  # grads from an earlier step: step() skips a grad of None
+        p.grad = np.ones(p.shape)
     SGD(model.parameters(), lr=0.1).step()
     with pytest.raises(RuntimeError, match="saved by '@'"):
         loss.backward()

@@ -12,7 +12,12 @@ and autograd (tests/benchmarks/requirements.txt) besides the book's requirements
 
 Workloads (tests/benchmarks/workloads.py): each runs forward + backward in
 float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU
-and HIPS autograd. How they are timed, so that the ratios are fair:
+and HIPS autograd. The engine runs as the book finishes it, as chapter `memory`
+leaves it (the snapshot before chapter `fast`, written by book/_ext/snapshots.py
+and put first on that worker's PYTHONPATH), with each step of chapter `fast`
+undone in turn (`engine_without_<step>`, workloads.ABLATIONS), and with a change
+that chapter tried and did not keep (`engine_with_<name>`, workloads.EXPERIMENTS),
+all in the same rounds. How they are timed, so that the ratios are fair:
 
 * Each implementation runs in its own worker process (`--worker`), started the
   same way, with the same NumPy inputs, one BLAS/OpenMP thread (the variables
@@ -23,6 +28,8 @@ and HIPS autograd. How they are timed, so that the ratios are fair:
   difference must be under 1e-12 of the largest gradient entry.
 * Inputs and parameters become the library's leaves once; one timed iteration
   zeroes the gradients the library's own way, runs forward and backward.
+* In each fresh worker, before anything else, the first iteration is timed with
+  its minor page faults (`first`): a fresh process's allocation state.
 * Each worker warms up, then picks how many iterations make one sample last at
   least `--min-time` seconds. Samples are taken in rounds, one sample per
   implementation per round in a rotating order, so that a change of load on the
@@ -80,6 +87,9 @@ from pathlib import Path  # noqa: E402
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 RESULTS = ROOT / "book" / "data" / "benchmarks.json"
+# the engine as chapter `memory` leaves it, as data: chapter `fast` compares it with its own
+# engine in fresh processes, in the build and in a downloaded notebook alike
+ENGINE_BEFORE = ROOT / "book" / "data" / "engine-before-fast.json"
 sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
@@ -93,9 +103,16 @@ TARGETS = {
     "running_large": {"versus": "numpy", "ratio": 1.2},
     "mlp": {"versus": "numpy", "ratio": 1.1},
     "chain": {"versus": "torch", "ratio": 0.8},
+    "leaf": {"versus": "numpy", "ratio": 2.0},
 }
-LABELS = {"engine": "engine", "numpy": "NumPy by hand", "torch": "PyTorch CPU",
-          "autograd": "HIPS autograd"}
+LABELS = {"engine": "engine", "engine_memory": "engine before fast", "numpy": "NumPy by hand",
+          "torch": "PyTorch CPU", "autograd": "HIPS autograd"}
+ABLATED = tuple(f"engine_without_{step}" for step in W.ABLATIONS)
+ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
+                   for step, what in W.ABLATIONS.items()}
+TRIED = tuple(f"engine_with_{name}" for name in W.EXPERIMENTS)
+TRIED_LABELS = {f"engine_with_{name}": f"engine with {what}"
+                for name, what in W.EXPERIMENTS.items()}
 FULL = {"repeats": 7, "min_time": 0.2, "warmup": 0.2}
 QUICK = {"repeats": 3, "min_time": 0.05, "warmup": 0.05}
 
@@ -144,15 +161,28 @@ def worker(workload, implementation):
     import numpy as np
 
     info = library_info(implementation)
+    if implementation.startswith("engine"):
+        import engine
+
+        info["engine_file"] = engine.__file__  # which engine: the snapshot or the package
+        if implementation.startswith("engine_without_"):
+            W.ablate(implementation.removeprefix("engine_without_"))
+        if implementation.startswith("engine_with_"):
+            W.experiment(implementation.removeprefix("engine_with_"))
     data = W.inputs(workload)
-    floor = [np.array(g, copy=True) for g in W.setup(workload, "numpy", data)()]
     step = W.setup(workload, implementation, data)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    start = time.perf_counter()
+    step()  # the first iteration in a fresh process
+    first_call = {"seconds": time.perf_counter() - start,
+             "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults}
+    floor = [np.array(g, copy=True) for g in W.setup(workload, "numpy", data)()]
     first = [np.array(g, copy=True) for g in step()]
     second = [np.array(g, copy=True) for g in step()]  # zeroing works: no accumulation
     difference = max(largest_difference(first, floor), largest_difference(second, floor))
     _send({"event": "checked", "difference": difference,
            "ok": bool(len(first) == len(floor) and difference <= CHECK_TOLERANCE),
-           "info": info})
+           "info": info, "first": first_call})
     del first, second, floor
     loops = 1
     for line in sys.stdin:
@@ -189,10 +219,13 @@ def worker(workload, implementation):
 
 
 class Worker:
-    def __init__(self, workload, implementation, engine_root=None):
+    def __init__(self, workload, implementation, engine_root=None, memory_root=None):
         """`engine_root`: a folder whose `engine` package the worker imports (default: the
-        installed one)."""
+        installed one); `memory_root`: the folder of the snapshot of chapter `memory`,
+        which the `engine_memory` worker imports."""
         self.implementation = implementation
+        if implementation == "engine_memory":
+            engine_root = memory_root
         env = dict(os.environ)
         if engine_root is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine_root),
@@ -222,15 +255,16 @@ class Worker:
         self.process.wait(timeout=60)
 
 
-def run_workload(workload, implementations, settings, engine_root=None):
+def run_workload(workload, implementations, settings, engine_root=None, memory_root=None):
     """{implementation: {...}} for one workload: check, calibrate, sample in rounds."""
-    workers = [Worker(workload, impl, engine_root) for impl in implementations]
+    workers = [Worker(workload, impl, engine_root, memory_root) for impl in implementations]
     results = {}
     try:
         for w in workers:  # start all, then read: the imports overlap with nothing timed
             checked = w.ask()
             results[w.implementation] = {"gradient_difference": checked["difference"],
-                                         "checked": checked["ok"], "info": checked["info"]}
+                                         "checked": checked["ok"], "info": checked["info"],
+                                         "first": checked["first"]}
             if not checked["ok"]:
                 raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from the "
                                  f"NumPy floor by {checked['difference']:.3g} (relative), more "
@@ -328,11 +362,36 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def run_workloads(names, settings, commit=None):
+def engine_before(root=ROOT):
+    """{"chapter", "hash", "files"}: the snapshot of chapter `memory` (book/_ext/snapshots.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import snapshots
+
+    return {"chapter": "memory", "hash": snapshots.snapshot_hash("memory", root),
+            "files": snapshots.snapshot_files("memory", root)}
+
+
+def write_engine_before(path=ENGINE_BEFORE):
+    path.write_text(json.dumps(engine_before(), indent=1, sort_keys=True) + "\n")
+    print(f"written: {path}")
+
+
+def memory_snapshot(root, folder):
+    """The engine as chapter `memory` leaves it, written under `folder` (snapshots.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import snapshots
+
+    return snapshots.snapshot_folder("memory", folder, root=root)
+
+
+def run_workloads(names, settings, commit=None, ablations=True):
     started = time.perf_counter()
     engine_root = None
     if commit is not None:  # the workers import the engine of that commit
         engine_root = snapshot(Path(tempfile.mkdtemp(prefix="engine-timing-")) / "root", commit)
+    memory_folder = Path(tempfile.mkdtemp(prefix="engine-memory-"))
+    memory_root = memory_snapshot(engine_root or ROOT, memory_folder)
+    implementations = W.IMPLEMENTATIONS + ((ABLATED + TRIED) if ablations else ())
     section = {
         "date": now(),
         "commit": commit_info(commit),
@@ -342,10 +401,12 @@ def run_workloads(names, settings, commit=None):
                          check_tolerance=CHECK_TOLERANCE,
                          iteration="leaves made once; zero the gradients, forward, backward"),
         "implementations": dict(LABELS),
+        "ablations": {k: v for k, v in ABLATION_LABELS.items() if k in implementations},
+        "tried": {k: v for k, v in TRIED_LABELS.items() if k in implementations},
         "workloads": {},
     }
     for name in names:
-        times = run_workload(name, W.IMPLEMENTATIONS, settings, engine_root)
+        times = run_workload(name, implementations, settings, engine_root, memory_root)
         target = TARGETS[name]
         medians = {impl: t["median"] for impl, t in times.items()}
         ratio = medians["engine"] / medians[target["versus"]]
@@ -363,6 +424,7 @@ def run_workloads(names, settings, commit=None):
     section["seconds"] = round(time.perf_counter() - started, 1)
     if engine_root is not None:
         shutil.rmtree(engine_root.parent, ignore_errors=True)
+    shutil.rmtree(memory_folder, ignore_errors=True)
     return section
 
 
@@ -528,8 +590,12 @@ def fmt_time(seconds):
 
 
 def workloads_table(section):
-    impls = list(W.IMPLEMENTATIONS)
-    lines = [f"{'workload':<16}" + "".join(f"{i:>12}" for i in impls)
+    impls = [i for i in W.IMPLEMENTATIONS + ABLATED + TRIED
+             if any(i in w["times"] for w in section["workloads"].values())]
+    short = {i: i.replace("engine_without_", "w/o ").replace("engine_with_", "w/ ")
+             .replace("engine_memory", "before")
+             for i in impls}
+    lines = [f"{'workload':<16}" + "".join(f"{short[i]:>12}" for i in impls)
              + f"{'engine / torch':>16}{'engine / numpy':>16}   target"]
     for name, w in section["workloads"].items():
         times = w["times"]
@@ -541,7 +607,7 @@ def workloads_table(section):
         row += (f"   <= {target['ratio']:.2f}x {target['versus']}: "
                 + ("met" if target["met"] else "NOT met"))
         lines.append(row)
-    lines.append(f"{'page faults':<16}" + "".join(f"{i:>12}" for i in impls)
+    lines.append(f"{'page faults':<16}" + "".join(f"{short[i]:>12}" for i in impls)
                  + "   (minor, per iteration, median)")
     for name, w in section["workloads"].items():
         lines.append(f"{name:<16}" + "".join(
@@ -593,6 +659,11 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", choices=list(W.WORKLOADS), metavar="WORKLOAD",
                         help=f"run only these workloads ({', '.join(W.WORKLOADS)}); no build")
     parser.add_argument("--quick", action="store_true", help="3 short rounds, for development")
+    parser.add_argument("--no-ablations", action="store_true",
+                        help="time the engine without the runs that undo one step of chapter "
+                        "fast each")
+    parser.add_argument("--no-build", action="store_true",
+                        help="time the workloads only and keep the stored build timings")
     parser.add_argument("--build", action="store_true",
                         help="only the build timings (cold build, plain scripts, rebuilds)")
     parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds to time (default 3)")
@@ -605,11 +676,17 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, help=f"results file (default {RESULTS.relative_to(ROOT)}"
                         "; --only and --quick write only to a file named here)")
     parser.add_argument("--show", action="store_true", help="print the stored results, run nothing")
+    parser.add_argument("--engine-before", action="store_true",
+                        help=f"only write {ENGINE_BEFORE.relative_to(ROOT)}, the engine as chapter "
+                        "memory leaves it, which chapter fast reads (a full run writes it too)")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.worker:
         worker(*args.worker)
+        return
+    if args.engine_before:
+        write_engine_before()
         return
     out = args.out or RESULTS
     results = load(out)
@@ -624,11 +701,11 @@ def main(argv=None):
     if not args.build:
         names = args.only or list(W.WORKLOADS)
         print(f"workloads: {', '.join(names)} ({'quick' if args.quick else 'full'} settings)")
-        section = run_workloads(names, settings, args.commit)
+        section = run_workloads(names, settings, args.commit, not args.no_ablations)
         print(workloads_table(section))
         if write:
             results["workloads"] = section
-    if args.build or not (args.only or args.quick):
+    if args.build or not (args.only or args.quick or args.no_build):
         print(f"build timings (a temporary copy of {args.commit or 'the working tree'})")
         section = run_build(rebuilds=args.rebuilds, keep=args.keep, commit=args.commit,
                             script_repeats=args.script_runs)
@@ -638,6 +715,8 @@ def main(argv=None):
     if write or args.build:
         save(out, results)
         print(f"written: {out}")
+        if args.out is None and args.commit is None:
+            write_engine_before()
     else:
         print("not written (--only or --quick); add --out FILE to keep these results")
 

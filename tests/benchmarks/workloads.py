@@ -4,6 +4,13 @@
     running_large   the same program on 1,000,000 entries: memory bandwidth
     mlp             784-256-256-10, tanh, batch 64, mean cross-entropy: matrix products
     chain           y = sin(sin(...sin(x)...)), 100,000 operations on one entry: graph bookkeeping
+    leaf            a leaf made from a 784x256 array (a first layer's weights): one copy
+
+The engine runs twice: as the book finishes it (`engine`) and as chapter
+`memory` leaves it, before chapter `fast` (`engine_memory`: run.py puts that
+snapshot first on the worker's PYTHONPATH); `ablation` undoes one step of
+chapter `fast` in the finished engine, so that one run measures what each step
+earns.
 
 Every implementation is a setup function `<program>_<implementation>(*inputs)`.
 It makes the inputs and parameters into the library's own leaves ONCE and
@@ -25,6 +32,7 @@ RUNNING_SMALL = 3
 RUNNING_LARGE = 1_000_000
 MLP_SIZES = (784, 256, 256, 10)
 MLP_BATCH = 64
+LEAF_SHAPE = (784, 256)
 
 # name: its title, the program it runs, what it measures, its size and the sentence the page shows
 WORKLOADS = {
@@ -64,8 +72,19 @@ WORKLOADS = {
                        "as deep as it gets, so the time is recording nodes, sorting them "
                        "topologically and walking them back.",
     },
+    "leaf": {
+        "title": "a leaf from a 784x256 array",
+        "program": "leaf",
+        "measures": "making a leaf",
+        "size": "784x256, 1.6 MB",
+        "description": "Tensor(W) for W of shape 784x256, the weights of a first layer: one "
+                       "copy of 1.6 MB, against np.array(W), the same copy (autograd's leaves "
+                       "are NumPy arrays, so its column is np.array too; PyTorch's is "
+                       "torch.tensor(W, requires_grad=True)). Nothing is differentiated.",
+    },
 }
-IMPLEMENTATIONS = ("engine", "numpy", "torch", "autograd")
+IMPLEMENTATIONS = ("engine", "engine_memory", "numpy", "torch", "autograd")
+ENGINES = ("engine", "engine_memory")  # both run the engine's setup functions
 
 
 # -- inputs -------------------------------------------------------------------------
@@ -91,6 +110,10 @@ def chain_inputs(seed=0):
     return (np.random.default_rng(seed).uniform(0.5, 1.5, 1),)
 
 
+def leaf_inputs(seed=0):
+    return (np.random.default_rng(seed).normal(size=LEAF_SHAPE),)
+
+
 def inputs(workload):
     """The NumPy inputs of `workload` (the same arrays for every implementation)."""
     return {
@@ -98,6 +121,7 @@ def inputs(workload):
         "running_large": lambda: running_inputs(RUNNING_LARGE),
         "mlp": mlp_inputs,
         "chain": chain_inputs,
+        "leaf": leaf_inputs,
     }[workload]()
 
 
@@ -161,6 +185,15 @@ def chain_engine(a):
     return step
 
 
+def leaf_engine(w):
+    from engine import Tensor
+
+    def step():
+        return (Tensor(w).data,)  # the leaf's values, checked against np.array(w)
+
+    return step
+
+
 # -- NumPy by hand: the floor -------------------------------------------------------
 
 
@@ -206,6 +239,10 @@ def chain_numpy(a):
         return (grad,)
 
     return step
+
+
+def leaf_numpy(w):
+    return lambda: (np.array(w),)
 
 
 # -- PyTorch ------------------------------------------------------------------------
@@ -261,6 +298,12 @@ def chain_torch(a):
     return step
 
 
+def leaf_torch(w):
+    import torch
+
+    return lambda: (torch.tensor(w, requires_grad=True).detach().numpy(),)
+
+
 # -- HIPS autograd ------------------------------------------------------------------
 
 
@@ -308,7 +351,93 @@ def chain_autograd(a):
     return lambda: (gradient(a),)
 
 
+def leaf_autograd(w):
+    return lambda: (np.array(w),)  # autograd differentiates functions of NumPy arrays
+
+
+# -- ablations: the finished engine with one step of chapter `fast` undone ----------------
+
+ABLATIONS = {  # the step of chapter `fast` each undoes, and how
+    "wrap": "Step 1: each result made by Tensor(...)",
+    "adopt": "Step 2: every first VJP copied",
+    "plain": "Step 4: NumPy's results left versioned",
+}
+
+
+def ablate(step):
+    """Undo `step` of chapter `fast` in the imported (finished) engine, by patching it."""
+    import engine.tensor as T
+
+    if step == "plain":
+        import engine.memory as M
+
+        del M.VersionedArray.__array_wrap__  # back to ndarray's: results of the subclass
+    elif step == "adopt":
+        def copying_adopt(self, vjp, y_bar):
+            self.grad = np.array(vjp, dtype=np.float64)
+
+        T.Tensor._adopt = copying_adopt
+    elif step == "wrap":
+        def constructed_result(self, data, parents, op, backward_fn):
+            out = T.Tensor(data, requires_grad=False, copy=False)
+            if T.is_grad_enabled() and any(parent.requires_grad for parent in parents):
+                out.requires_grad = True
+                out.parents = parents
+                out.op = op
+                out.backward_fn = backward_fn
+                out.saved_versions = T.record_versions(backward_fn)
+            return out
+
+        T.Tensor._result = constructed_result
+    else:
+        raise ValueError(f"no step {step!r} to undo: {', '.join(ABLATIONS)}")
+
+
+# -- a step tried and not kept: measured beside the others, applied by patching ---------
+
+EXPERIMENTS = {
+    "clock": "versions noted only once memory has been written, checks skipped when nothing was",
+}
+
+
+def experiment(name):
+    """Apply the change `name`, which chapter `fast` tried and did not keep, to the engine."""
+    import engine.memory as M
+    import engine.tensor as T
+
+    if name != "clock":
+        raise ValueError(f"no experiment {name!r}: {', '.join(EXPERIMENTS)}")
+    writes = [0]  # the write clock: counted writes so far, in any memory
+    counted_bump = M.VersionedArray.bump
+
+    def bump(self):
+        counted_bump(self)
+        writes[0] += 1
+
+    def record_versions(backward_fn):
+        if not M._versions:  # no memory written yet: every saved array is at version 0
+            return (writes[0], ())
+        return (writes[0], M.record_versions(backward_fn))
+
+    def check_saved(node):
+        if M.is_freed(node) or not node.saved_versions:
+            return M.check_saved(node)  # raises for a freed graph; a leaf has nothing saved
+        clock, recorded = node.saved_versions
+        if clock == writes[0]:
+            return  # nothing was written anywhere since the node was made
+        noted = {id(array): version for array, version in recorded}
+        arrays = [M._array_of(v) for v in M.captured(node.backward_fn)]
+        node.saved_versions = tuple((a, noted.get(id(a), 0)) for a in arrays if a is not None)
+        M.check_saved(node)
+
+    M.VersionedArray.bump = bump
+    T.record_versions, T.check_saved = record_versions, check_saved
+
+
 def setup(workload, implementation, data=None):
     """`step` for `workload` through `implementation`, on `data` (default: `inputs(workload)`)."""
     data = inputs(workload) if data is None else data
+    if implementation in ENGINES or implementation.startswith(("engine_without_",
+                                                               "engine_with_")):
+        implementation = "engine"
     return globals()[f"{WORKLOADS[workload]['program']}_{implementation}"](*data)
