@@ -13,8 +13,9 @@
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
 * When `_build/pdf/book.pdf` exists (book/_ext/book_pdf.py printed it), the HTML
-  build copies it to the site's top folder and sets the tag `book_pdf`, which shows
-  the intro's link to it.
+  build copies it to the site's top folder; the intro's link to it is on every build
+  and shows itself when the file is there (engine-site.js), so the pages do not
+  depend on what was printed before.
 * sphinx-proof's index page lists each chapter's definitions and theorems by number
   and title, in the book's order, instead of label names (the intro links it).
 * The footer names the version (pyproject.toml's), which the theme's footer lacked.
@@ -62,10 +63,11 @@ def _defaults(app, config):
             f'<p class="engine-version">Version {version} of the book and its '
             "<code>engine</code> package. Every number on these pages was printed by the "
             "code beside it when this site was built.</p>")
-    # the site links the book's PDF when one was printed before the site was built
+    # the site carries the book's PDF when one was printed before it was built; the pages
+    # stay the same either way (the intro's link shows itself when the file is there), so
+    # two builds of one source are identical whatever was printed before
     if Path(app.outdir).name == "html" and (PDF_FOLDER / "book.pdf").exists():  # not the PDF's own build
         config.html_extra_path.append(str(PDF_FOLDER))
-        app.tags.add("book_pdf")
 
 
 def _singlehtml_renders_like_html(app):
