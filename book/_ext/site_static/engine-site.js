@@ -399,19 +399,8 @@
     }
   }
 
-  // The intro's link to the book's PDF shows only where the site carries the file.
-  function showPdfLink() {
-    var link = document.querySelector(".eng-pdf-link");
-    if (!link || !window.fetch) return;
-    var href = link.querySelector("a").getAttribute("href");
-    fetch(href, { method: "HEAD" }).then(function (response) {
-      if (response.ok) link.hidden = false;
-    }).catch(function () {});
-  }
-
   function start() {
     forwardSidebarToggles();
-    showPdfLink();
     // the togglebutton script adds the titles' handlers when the DOM is ready
     setTimeout(solutionTitlesOpen, 0);
     figuresOpenFullSize();
