@@ -67,3 +67,20 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+    # the numerical-environment matrix runs in the background from the session's start
+    # (tests/test_numerics.py): its tests go last, to read its results (a stable sort keeps
+    # the random order of everything else)
+    items.sort(key=is_matrix_test)
+
+
+def is_matrix_test(item):
+    return getattr(item, "originalname", None) == "test_chapter_verifies_in_environment"
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    matrix_tests = [item for item in session.items if is_matrix_test(item)]
+    if matrix_tests:
+        folder = session.config.rootpath / "_build" / "numerics"
+        matrix_tests[0].module.start_in_background(folder)

@@ -3,15 +3,27 @@
 Each environment runs the whole book afresh (never from the build's cache) in its
 own `python tests/verifier.py --environment NAME` process: other OpenBLAS kernels,
 NumPy's SIMD levels turned off, more than one BLAS thread, and the perturbed
-engine. They run side by side as far as the cores allow (an environment with
-several BLAS threads gets the cores it uses). One test per environment and
-chapter; a failure shows the verifier's report, naming the chapter's file and line.
+engine. One test per environment and chapter; a failure shows the verifier's report,
+naming the chapter's file and line.
+
+The machine as it is, is not in the matrix: tests/test_chapters.py verifies every
+chapter on it, and the book runs afresh on it twice more (test_determinism's second
+clean build, byte-identical to the verified one, and test_notebook_roundtrip's
+downloaded notebooks, checked against their `expect:`).
+
+The matrix is most of the test command's work, and most of the rest runs on one
+core: so when a session will run the matrix's tests, tests/conftest.py starts the
+matrix on one core as the session starts (`start_in_background`) and puts those tests
+last; the `matrix` fixture then gives it both cores and waits for it.
 """
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,22 +36,34 @@ from verifier import ex
 
 ROOT = verifier.ROOT
 ENVIRONMENTS = numerics.environments()
+MATRIX = [e for e in ENVIRONMENTS if e.name != "machine"]  # the machine: see above
+SUMMARY = ROOT / "_build" / "numerics.json"
 CHAPTERS = ex.chapter_paths(ROOT)
 
 
+_live = set()  # verifier processes still running, stopped if the session ends first
+atexit.register(lambda: [process.kill() for process in list(_live)])
+
+
 def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
-    """{environment name: {chapter: result}} from one verifier process per environment."""
-    cores = cores or min(os.cpu_count() or 1, 2)
+    """{environment name: {chapter: result}} from one verifier process per environment.
+
+    They run side by side as far as `cores` allow (an environment with several BLAS
+    threads takes the cores it uses, at most all of them); `cores` may be a function,
+    asked again each time an environment could start.
+    """
+    if not callable(cores):
+        cores = (lambda fixed: lambda: fixed)(cores or min(os.cpu_count() or 1, 2))
     features = numerics.numpy_cpu_features()
     pending = [e for e in environments if e.runnable(features) is None]
     results = {e.name: {"skipped": e.runnable(features)} for e in environments
                if e.runnable(features) is not None}
     running = []  # (environment, process, json path, log path, cores it uses, start)
     def slots(environment):
-        return min(environment.threads or cores, cores)
+        return min(environment.threads or cores(), cores())
 
     while pending or running:
-        free = cores - sum(r[4] for r in running)
+        free = cores() - sum(r[4] for r in running)
         fits = [e for e in pending if slots(e) <= free] if running else pending[:1]
         if fits:  # the first environment that fits in the cores left
             environment = fits[0]
@@ -51,6 +75,7 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
             with open(log, "w") as log_file:
                 process = subprocess.Popen(command, cwd=root, stdout=log_file,
                                            stderr=subprocess.STDOUT)
+            _live.add(process)
             running.append((environment, process, out, log, slots(environment),
                             time.perf_counter()))
             continue
@@ -60,6 +85,7 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
             if process.poll() is None:
                 continue
             running.remove(entry)
+            _live.discard(process)
             chapters_done = json.loads(out.read_text()) if out.exists() else {}
             results[environment.name] = {
                 "chapters": chapters_done, "returncode": process.returncode,
@@ -69,21 +95,62 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
     return results
 
 
+class Background:
+    """The matrix run in a thread, on one core until `all_cores()` is called."""
+
+    def __init__(self, environments, out_dir):
+        self.cores = 1
+        self.started = time.perf_counter()
+        self.results = None
+        self.thread = threading.Thread(target=self._run, args=(environments, out_dir),
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self, environments, out_dir):
+        try:
+            self.results = run_matrix(environments, out_dir, cores=lambda: self.cores)
+        except Exception as error:  # shown by the tests that wait for the results
+            self.results = {e.name: {"chapters": {}, "returncode": None, "seconds": 0,
+                                     "log": f"the matrix did not run: {error!r}"}
+                            for e in environments}
+
+    def all_cores(self):
+        self.cores = min(os.cpu_count() or 1, 2)
+
+    def wait(self):
+        self.all_cores()
+        self.thread.join()
+        return self.results
+
+
+_background = []
+
+
+def start_in_background(out_dir):
+    """Start the matrix now (tests/conftest.py calls this once the session is collected)."""
+    if not _background:
+        shutil.rmtree(out_dir, ignore_errors=True)  # no result of an earlier session is read
+        Path(out_dir).mkdir(parents=True)
+        _background.append(Background(MATRIX, out_dir))
+
+
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory):
-    out = tmp_path_factory.mktemp("numerics")
     started = time.perf_counter()
-    results = run_matrix(ENVIRONMENTS, out)
-    summary = ROOT / "_build" / "numerics.json"
-    summary.parent.mkdir(exist_ok=True)
-    summary.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1),
+    if _background:
+        results = _background[0].wait()
+        started = _background[0].started
+    else:
+        results = run_matrix(MATRIX, tmp_path_factory.mktemp("numerics"))
+    SUMMARY.parent.mkdir(exist_ok=True)
+    SUMMARY.write_text(json.dumps({"seconds": round(time.perf_counter() - started, 1),
                                    "results": results}, indent=1))
     return results
 
 
 @pytest.mark.slow  # the whole book, afresh, once per environment
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[ex.slug(p, ROOT) for p in CHAPTERS])
-@pytest.mark.parametrize("environment", ENVIRONMENTS, ids=[e.name for e in ENVIRONMENTS])
+@pytest.mark.parametrize("environment", MATRIX, ids=[e.name for e in MATRIX])
 def test_chapter_verifies_in_environment(environment, chapter, matrix):
     result = matrix[environment.name]
     if result.get("skipped"):

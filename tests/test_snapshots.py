@@ -252,3 +252,30 @@ def test_an_edit_of_a_later_chapters_lines_keeps_earlier_keys(tmp_path):
              for c in ("tensors", "memory", "speed")}
     assert after["tensors"] == before["tensors"]
     assert after["memory"] != before["memory"] and after["speed"] != before["speed"]
+
+
+def test_a_snapshot_folder_is_whole_while_another_process_writes_it(tmp_path, monkeypatch):
+    """The session's build and the numerical-environment matrix (which runs alongside it)
+    ask for the same snapshot folders at the same moment: none may see one half written.
+    Here a second caller asks while the first has written only part of the files."""
+    chapter = snapshots.last_chapter(ROOT)
+    expected = sorted(snapshots.snapshot_files(chapter, ROOT))
+    seen = []
+    write_text = Path.write_text
+
+    def write_and_look(path, *args, **kwargs):
+        done = write_text(path, *args, **kwargs)
+        if path.name == "__init__.py" and not seen:  # part of the snapshot is on disk
+            seen.append(None)
+            folder = snapshots.snapshot_folder(chapter, tmp_path, ROOT)
+            seen[0] = sorted(p.relative_to(folder).as_posix()
+                             for p in (folder / "engine").rglob("*.py"))
+        return done
+
+    monkeypatch.setattr(Path, "write_text", write_and_look)
+    folder = snapshots.snapshot_folder(chapter, tmp_path, ROOT)
+    assert seen and seen[0] == expected
+    assert sorted(p.relative_to(folder).as_posix()
+                  for p in (folder / "engine").rglob("*.py")) == expected
+    assert (folder / "sitecustomize.py").exists()
+    assert [p.name for p in (tmp_path / "snapshots").iterdir()] == [folder.name]

@@ -31,7 +31,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 import re
+import shutil
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,8 +262,16 @@ def snapshot_folder(chapter: str, build_dir, root=ROOT) -> Path:
     """`<build>/snapshots/<chapter>-<hash>`, written if missing: the folder to put first on
     a kernel's PYTHONPATH, so that `import engine` (and `import engine.x`) is the snapshot."""
     folder = Path(build_dir) / "snapshots" / f"{chapter}-{snapshot_hash(chapter, root)}"
-    if not (folder / PACKAGE / "__init__.py").exists():
-        write_snapshot(chapter, folder, root)
-    if not (folder / "sitecustomize.py").exists():
-        (folder / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    if folder.exists():
+        return folder
+    # Written whole under a name of this process's, then renamed: a build and the tests'
+    # verifier processes may ask for the same folder at once, and none may see it half done.
+    partial = folder.with_name(f".{folder.name}-{os.getpid()}-{threading.get_ident()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    write_snapshot(chapter, partial, root)
+    (partial / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    try:
+        partial.rename(folder)
+    except OSError:  # another process renamed its copy first: the same files
+        shutil.rmtree(partial, ignore_errors=True)
     return folder
