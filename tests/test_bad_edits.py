@@ -27,7 +27,8 @@ import pytest
 import verifier
 from support import books
 from support.books import FRONT, fence_of, line_of
-from verifier import ex
+import book_config
+import cells
 
 EXT = verifier.ROOT / "book" / "_ext"
 
@@ -228,11 +229,11 @@ def test_verifier_refuses_a_page_missing_from_the_toc(book, name, monkeypatch):
 
 
 def test_pages_missing_from_the_toc_are_found(book):
-    assert ex.pages_missing_from_toc(book) == [book / "book" / "orphan.md"]
+    assert book_config.pages_missing_from_toc(book) == [book / "book" / "orphan.md"]
 
 
 def test_every_page_of_the_real_book_is_in_its_toc():
-    missing = [ex.display_path(p) for p in ex.pages_missing_from_toc(verifier.ROOT)]
+    missing = [book_config.display_path(p) for p in book_config.pages_missing_from_toc(verifier.ROOT)]
     assert not missing, f"not in _toc.yml, so the build leaves them out: {missing}"
 
 
@@ -254,15 +255,15 @@ def test_bad_options_name_their_line(options, marker, words, tmp_path):
             "```{code-cell} ipython3\n---\n" + "\n".join(options) + "\n---\nprint(2)\n```\n")
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(ex.ChapterError) as error:
-        ex.read_chapter(path, verifier.ROOT)
+    with pytest.raises(cells.ChapterError) as error:
+        cells.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, marker)
     assert words in error.value.what
     assert str(error.value).startswith(f"{path}:{error.value.line}: ")
     # the build comments the options out, keeping every line where it was
-    fixed = ex.comment_out_options(text, error.value.line)
+    fixed = cells.comment_out_options(text, error.value.line)
     assert len(fixed.splitlines()) == len(text.splitlines())
-    chapter = ex.read_chapter(path, verifier.ROOT, text=fixed)
+    chapter = cells.read_chapter(path, verifier.ROOT, text=fixed)
     assert [c.source for c in chapter.cells] == ["print(1)", "print(2)"]
     assert chapter.cells[1].options == {}
 
@@ -271,7 +272,7 @@ def test_unclosed_options_block_names_its_opening_line(tmp_path):
     text = FRONT + "\n# T\n\n```{code-cell} ipython3\n---\nexpect: a\nprint(2)\n```\n"
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(ex.ChapterError) as error:
-        ex.read_chapter(path, verifier.ROOT)
+    with pytest.raises(cells.ChapterError) as error:
+        cells.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, "expect: a") - 1
     assert "never closed" in error.value.what

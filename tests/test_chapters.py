@@ -10,13 +10,13 @@ import warnings
 import pytest
 
 import verifier
-from verifier import ex
+import book_config
 
-CHAPTERS = ex.chapter_paths(verifier.ROOT)
+CHAPTERS = book_config.chapter_paths(verifier.ROOT)
 
 
 @pytest.mark.parametrize(
-    "path", CHAPTERS, ids=[ex.slug(path, verifier.ROOT) for path in CHAPTERS]
+    "path", CHAPTERS, ids=[book_config.slug(path, verifier.ROOT) for path in CHAPTERS]
 )
 def test_chapter(path, request):
     result = verifier.verify(path, update=request.config.getoption("--update-expect"))

@@ -26,7 +26,10 @@ import os
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import snapshots
+from book_config import ROOT, data_files, default_timeout, is_notebook
+from cells import read_chapter
+
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
 
 
@@ -54,8 +57,6 @@ def _hash_files(paths, root) -> str:
 
 def snapshot_of(path, root=ROOT):
     """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
-    import snapshots
-
     chapter = Path(path).stem
     if not (Path(root) / "engine" / "__init__.py").is_file():
         return None
@@ -68,25 +69,8 @@ def snapshot_of(path, root=ROOT):
     return chapter
 
 
-def data_files(path, text=None) -> list[Path]:
-    """The files a page's front matter says it reads (`data_files:`), relative to it."""
-    import yaml
-
-    text = Path(path).read_text(encoding="utf8") if text is None else text
-    front = text.split("\n---", 1)[0].lstrip("-\n") if text.startswith("---") else ""
-    try:
-        meta = yaml.safe_load(front) or {}
-    except yaml.YAMLError:
-        return []
-    files = meta.get("data_files") or [] if isinstance(meta, dict) else []
-    files = [files] if isinstance(files, str) else files
-    return [(Path(path).parent / str(name)).resolve() for name in files]
-
-
 def run_key(path, root=ROOT) -> str:
     """What the outputs of the page at `path` depend on besides its cells."""
-    import snapshots
-
     root = Path(root).resolve()
     chapter = snapshot_of(path, root)
     if chapter is not None:
@@ -101,8 +85,6 @@ def run_key(path, root=ROOT) -> str:
 
 def kernel_env(path, build_dir, root=ROOT) -> dict:
     """Variables that make `import engine` in the page's kernel the page's snapshot."""
-    import snapshots
-
     chapter = snapshot_of(path, root)
     if chapter is None:
         return {}
@@ -114,12 +96,6 @@ def kernel_env(path, build_dir, root=ROOT) -> dict:
 # -- running a chapter -------------------------------------------------------------------
 
 
-def default_timeout(root=ROOT):
-    import expectations as ex
-
-    return ex.default_timeout(root)
-
-
 def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
     """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
 
@@ -128,7 +104,7 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
     failures holds timeouts and kernel deaths only (errors are outputs, checked with
     the rest); a cell that timed out gets an error output saying so.
     """
-    import expectations as ex
+    from checks import Failure
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
@@ -173,30 +149,70 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
                         "options if it needs longer); later cells not run")
                 cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
                                                traceback=[f"CellTimeoutError: {what}"]))
-                failures.append(ex.Failure(lines[index], what))
+                failures.append(Failure(lines[index], what))
                 seconds[lines[index]] = time.perf_counter() - t0
                 break
             except DeadKernelError as error:
-                failures.append(ex.Failure(lines[index], f"kernel died: {error}"))
+                failures.append(Failure(lines[index], f"kernel died: {error}"))
                 break
             seconds[lines[index]] = time.perf_counter() - t0
         client.set_widgets_metadata()
     return nb, seconds, failures, time.perf_counter() - start
 
 
-def cached(chapter, build_dir, root=ROOT):
+def cached(chapter, build_dir, root=ROOT, any_run=False):
     """(executed notebook, record) from the cache if it was run on what the page needs now,
     and ran to the end (a run cut short by a timeout is stored, for myst-nb to show, but
-    runs again next time)."""
+    runs again next time). With `any_run`, whatever record myst-nb would show (it matches
+    on the cells alone)."""
     cache = open_cache(build_dir)
     try:
         record = cache.match_cache_notebook(chapter.nb)
     except KeyError:
         return None, None
-    if (record.data or {}).get(KEY) != run_key(chapter.path, root):
+    if not any_run and (record.data or {}).get(KEY) != run_key(chapter.path, root):
         return None, None
     _, nb = cache.merge_match_into_notebook(chapter.nb)
+    nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
     return nb, record
+
+
+def executed_notebook(path, build_dir, root=ROOT):
+    """(notebook, glue data, run seconds) with the outputs the build shows for the page at
+    `path`, or (None, {}, None).
+
+    They come from the execution cache, as myst-nb merges them. On a cache hit myst-nb
+    1.4 writes the UNexecuted notebook to `<build>/jupyter_execute/` (it merges the
+    outputs into a copy), so that file is read only for a page that runs outside the
+    cache (`execution_mode: force`) or that the cache lacks (its options do not read, so
+    myst-nb ran a repaired copy); then myst-nb has moved the glued values of
+    `display=False` into `<docname>.glue.json`, returned by name.
+    """
+    import json
+
+    import nbformat
+    from cells import ChapterError
+
+    path, root = Path(path).resolve(), Path(root).resolve()
+    try:
+        chapter = read_chapter(path, root)
+    except (ChapterError, ValueError):
+        chapter = None
+    if chapter is not None and (chapter.nb.metadata.get("mystnb") or {}).get(
+            "execution_mode") not in ("force", "inline"):
+        nb, record = cached(chapter, build_dir, root, any_run=True)
+        if nb is not None:  # a run's seconds count when it ran on what the page needs now
+            data = record.data or {}
+            return nb, {}, (data.get("execution_seconds")
+                            if data.get(KEY) == run_key(path, root) else None)
+    written = Path(build_dir) / "jupyter_execute" / path.relative_to(root).with_suffix(".ipynb")
+    if not written.exists():
+        return None, {}, None
+    nb = nbformat.read(written, as_version=4)
+    if chapter is not None:
+        nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
+    glue = written.with_name(written.stem + ".glue.json")
+    return nb, json.loads(glue.read_text()) if glue.exists() else {}, None
 
 
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
@@ -214,35 +230,27 @@ def run_problems(chapter, executed, failures):
     """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
     that raised without being tagged `raises-exception` (as myst-nb's own execution does
     with `allow_errors: false`)."""
-    import expectations as ex
+    from checks import cell_output
 
     problems = [(f.line, f.what) for f in failures]
     stopped = {line for line, _ in problems}
     for cell in chapter.cells:
         if cell.raises or cell.line in stopped:
             continue
-        output = ex.cell_output(executed.cells[cell.index].get("outputs", []))
+        output = cell_output(executed.cells[cell.index].get("outputs", []))
         if output.error is not None:
             problems.append((cell.line, "cell raised " + (
                 output.error_line or output.error.strip().splitlines()[-1])))
     return problems
 
 
-def _execute_in_worker(path, root, build_dir, env):
+def _execute_in_worker(path, text, root, build_dir, env):
     """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
-    import expectations as ex
     import nbformat
 
-    chapter = ex.read_chapter(path, root)
+    chapter = read_chapter(path, root, text=text)
     executed, _, failures, seconds = execute(chapter, root, build_dir, env)
     return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
-
-
-def _worker_path(folder):
-    import sys
-
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
 
 
 # -- Sphinx ---------------------------------------------------------------------------
@@ -255,17 +263,42 @@ def _build_dir(app) -> Path:
     return Path(app.outdir).parent  # jupyter-book writes html to <build>/html
 
 
+def per_build(app, name, docname, make):
+    """`make(app, docname)`, made once per build and kept for the rest of it."""
+    made = app.__dict__.setdefault(f"_engine_{name}", {})
+    if docname not in made:
+        made[docname] = make(app, docname)
+    return made[docname]
+
+
+def _shown(app, docname):
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    nb, glue, seconds = executed_notebook(app.env.doc2path(docname), _build_dir(app),
+                                          app.srcdir)
+    for index, cell in enumerate(nb.cells if nb is not None else []):
+        if cell.cell_type == "code":  # as myst-nb does: `display=False` values leave the cell
+            for key, output in extract_glue_data_cell(cell):
+                output.setdefault("metadata", {})["engine_cell_index"] = index
+                glue[key] = output
+    return nb, glue, seconds
+
+
+def shown_notebook(app, docname):
+    """(notebook, glue by name, run seconds) of the page as the build shows it, read once
+    per build (the checks, the report and the downloads all read it)."""
+    return per_build(app, "shown", docname, _shown)
+
+
 def _set_cache_path(app, config):
     config.nb_execution_cache_path = str(cache_dir(_build_dir(app)))
 
 
 def _notebook_paths(app):
-    import expectations as ex
-
     paths = {}
     for docname in app.env.found_docs:
         path = Path(app.env.doc2path(docname))
-        if path.suffix == ".md" and ex.is_notebook(path.read_text(encoding="utf8")):
+        if path.suffix == ".md" and is_notebook(path.read_text(encoding="utf8")):
             paths[docname] = path
     return paths
 
@@ -280,7 +313,7 @@ def _outdated(app, env, added, changed, removed):
 
 def _run_chapters(app, env, docnames):
     """Before myst-nb reads them: run the chapters to be read whose outputs are not cached."""
-    import expectations as ex
+    from cells import ChapterError, repaired
     from sphinx.util import logging
 
     logger = logging.getLogger(__name__)
@@ -294,10 +327,11 @@ def _run_chapters(app, env, docnames):
     for docname in sorted(docnames):
         if docname not in paths:
             continue
-        try:
-            chapter = ex.read_chapter(paths[docname], root)
-        except (ex.ChapterError, ValueError):
-            continue  # options that do not read: notebooks.py warns at their line
+        try:  # options that do not read: build_checks.py warns, myst-nb reads them repaired
+            text = repaired(paths[docname].read_text(encoding="utf8"), root)[0]
+            chapter = read_chapter(paths[docname], root, text=text)
+        except (ChapterError, ValueError):
+            continue
         keys[docname] = run_key(paths[docname], root)
         if cached(chapter, build, root)[0] is None:
             to_run.append((docname, chapter))
@@ -315,9 +349,8 @@ def _run_chapters(app, env, docnames):
     # one process per kernel client: jupyter_client's sockets are not for sharing threads
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_worker_path,
-            initargs=(str(Path(__file__).resolve().parent),)) as pool:
-        runs = {pool.submit(_execute_in_worker, str(chapter.path), str(root), str(build), env):
+            workers, mp_context=context) as pool:  # a spawned worker gets this sys.path
+        runs = {pool.submit(_execute_in_worker, str(chapter.path), chapter.text, str(root), str(build), env):
                 (docname, chapter) for docname, chapter in to_run}
         warned = app.__dict__.setdefault(WARNED, set())
         for future in concurrent.futures.as_completed(runs):

@@ -537,13 +537,14 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
 
         sys.path.insert(0, str(copy / "book" / "_ext"))
         import engine_cache
-        import expectations as ex
+        import book_config
+        import cells
 
         chapters = []
         env = build_env(copy)
         env["MPLBACKEND"] = "Agg"
-        for path in ex.chapter_paths(copy):
-            chapter = ex.read_chapter(path, copy)
+        for path in book_config.chapter_paths(copy):
+            chapter = cells.read_chapter(path, copy)
             script = folder / f"{path.stem}.py"
             script.write_text(chapter_script(chapter))
             print(f"  {path.stem} as a plain script ...", flush=True)
