@@ -27,6 +27,7 @@ from support.books import FRONT
 import book_config
 import cells
 import engine_cache
+import execution
 
 ROOT = verifier.ROOT
 
@@ -86,13 +87,13 @@ CHATTY = [
 
 def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
     """A pause longer than the kernel's flush interval splits stdout in two outputs; the
-    one executor of the build and the verifier (engine_cache.execute) joins them.
+    one executor of the build and the verifier (execution.execute) joins them.
     (tests/test_build_cache.py shows the build runs nothing through myst-nb's own.)"""
     path = tmp_path / "chatty.md"
     path.write_text(FRONT + "\n# Chatty\n\n```{code-cell} ipython3\n" + CHATTY[0].source
                     + "\n```\n")
     chapter = cells.read_chapter(path, ROOT)
-    executed, _, failures, _ = engine_cache.execute(chapter, ROOT, tmp_path)
+    executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
     [cell] = [c for c in executed.cells if c.cell_type == "code"]
     assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]

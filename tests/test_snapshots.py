@@ -27,6 +27,7 @@ import checks
 ROOT = verifier.ROOT
 
 import engine_cache
+import execution
 import listings
 import snapshots
 
@@ -172,7 +173,7 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)],
                                   metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
     chapter = cells.Chapter(path, "", nb, [cells.CodeCell(0, 1, probe, {})])
-    executed, _, failures, _ = engine_cache.execute(chapter, ROOT, tmp_path)
+    executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
     assert checks.cell_output(executed.cells[0].outputs).text.split() == [
         "False", "False", "True", "True"]

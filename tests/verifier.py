@@ -8,11 +8,10 @@
 Outputs come from the build's own execution cache (`<build>/.jupyter_cache`, in
 $BOOK_BUILD_DIR or <repo>/_build), where a chapter's outputs are kept with the
 engine snapshot they ran on: a hit is literally what the site shows. A hit counts
-only if this verifier ran it, in the numerical environment it is in now (OpenBLAS
-core, NumPy SIMD groups: `verified-numerics.json` beside the cache); a run the
-build stored, as in a fresh CI clone after the browser tests' build, runs again
-here once. On a miss
-the chapter runs here exactly as the build runs it (book/_ext/engine_cache.py:
+only if it was made in the numerical environment this process is in (OpenBLAS core,
+NumPy SIMD groups and version, stored with every run), whether the build or the
+verifier ran it. On a miss
+the chapter runs here through the build's own executor (book/_ext/execution.py:
 one kernel on the chapter's snapshot, cell by cell, in the chapter's folder, each
 cell under its `timeout:` or `execute: timeout:`; a cell that raises does not
 stop the others, a timeout does), and is stored, so the next `jupyter-book
@@ -25,7 +24,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import functools
 import json
 import os
 import sys
@@ -41,6 +39,7 @@ import cells  # noqa: E402
 import checks  # noqa: E402
 import comparison  # noqa: E402
 import engine_cache  # noqa: E402
+import execution  # noqa: E402
 import rewrite as rewriter  # noqa: E402
 
 
@@ -52,53 +51,14 @@ def build_dir(root=ROOT) -> Path:
 #
 # The build's cache key says what a chapter ran on (its cells, its engine snapshot, its
 # data files), not where: OpenBLAS's kernel family and NumPy's SIMD groups change the
-# last bits of the numbers. The verifier trusts a cached run only if it ran that run
-# itself in the environment it is in now; it keeps, next to the cache, which record it
-# verified under which environment. A run the build stored (no such entry: a fresh CI
-# clone, or a `jupyter-book build` before the tests) is executed again here once.
-
-NUMERICS_FILE = "verified-numerics.json"
+# last bits of the numbers. Every stored run, the build's or the verifier's, carries the
+# numbers of the machine that made it (execution.numerics); the verifier trusts a cached
+# run only if they are the numbers it would make now.
 
 
-@functools.lru_cache(maxsize=None)
-def numerical_environment() -> str:
-    """This process's numbers: OpenBLAS core, NumPy SIMD groups, NumPy version (one line)."""
-    import numpy
-    import numerics
-
-    got = numerics.probe({})
-    return json.dumps({**got, "numpy": numpy.__version__}, sort_keys=True)
-
-
-def _numerics_path(build) -> Path:
-    return engine_cache.cache_dir(build) / NUMERICS_FILE
-
-
-def _verified(build) -> dict:
-    try:
-        return json.loads(_numerics_path(build).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _record_id(record) -> str:
-    """One stored run: SQLite may give a later record the number of a deleted one."""
-    return f"{record.pk} {record.created.isoformat()}"
-
-
-def trusted(chapter, record, build) -> bool:
-    """The cached `record` was verified here, in this numerical environment."""
-    entry = _verified(build).get(str(chapter.path))
-    return entry == {"record": _record_id(record), "numerics": numerical_environment()}
-
-
-def mark_verified(chapter, record, build):
-    verified = _verified(build)
-    verified[str(chapter.path)] = {"record": _record_id(record),
-                                   "numerics": numerical_environment()}
-    path = _numerics_path(build)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(verified, indent=1, sort_keys=True))
+def trusted(record) -> bool:
+    """The cached run was made with this process's numbers, by the build or the verifier."""
+    return (record.data or {}).get(engine_cache.NUMERICS) == execution.numerics()
 
 
 @dataclasses.dataclass
@@ -192,14 +152,14 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     executed = None
     if use_cache:
         executed, record = engine_cache.cached(chapter, build, root)
-        if executed is not None and not trusted(chapter, record, build):
-            executed = None  # stored by the build, or in another numerical environment
+        if executed is not None and not trusted(record):
+            executed = None  # made in another numerical environment
         if executed is not None:
             result.source = "cache"
             result.seconds = record.data.get("execution_seconds") or 0.0
     run_failures = []
     if executed is None:
-        executed, result.cell_seconds, run_failures, result.seconds = engine_cache.execute(
+        executed, result.cell_seconds, run_failures, result.seconds = execution.execute(
             chapter, root, build, env=env
         )
         result.source = "executed"
@@ -224,11 +184,9 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     result.failures = failures
 
     if result.source == "executed" and env is None:  # what the build would have stored
-        record = engine_cache.store(chapter, executed, build, result.seconds, root,
-                                    failed=bool(run_failures))
+        engine_cache.store(chapter, executed, build, result.seconds, root,
+                           failed=bool(run_failures))
         result.stored = not run_failures  # a run cut short runs again next time
-        if result.stored:
-            mark_verified(chapter, record, build)
 
     if update:
         rewrite(result, build)
@@ -256,8 +214,7 @@ def rewrite(result: Result, build):
     new_chapter = cells.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":
         nb = restore_under(new_chapter, result.executed_nb)
-        record = engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
-        mark_verified(new_chapter, record, build)
+        engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
     result.rewritten = sorted(updates)
     result.failures = [f for f in result.failures if f.line not in updates]
     result.chapter = new_chapter

@@ -135,7 +135,7 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         )
     if output.error is not None:
         last = output.error_line or output.error.strip().splitlines()[-1]
-        if last.startswith("CellTimeoutError: "):  # engine_cache.execute stopped it there
+        if last.startswith("CellTimeoutError: "):  # execution.execute stopped it there
             failures.append(Failure(cell.line, last[len("CellTimeoutError: "):]))
             return failures
         failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))

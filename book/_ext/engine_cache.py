@@ -1,36 +1,33 @@
-"""Each chapter runs on the engine as of that chapter; its cached outputs are keyed on it.
+"""The build's execution cache: every chapter's outputs, keyed on what they ran on.
 
 jupyter-cache keys a notebook on its code cells alone. So this extension runs every
-chapter itself, before myst-nb reads it: in a kernel whose `engine` is the chapter's
-snapshot (book/_ext/snapshots.py; PYTHONPATH names `<build>/snapshots/<chapter>-<hash>`),
-cell by cell, each cell under its own `timeout:` (default `execute: timeout`). The
-executed notebook goes into the build's cache (`<build>/.jupyter_cache`) with the key
-of what it ran on: the snapshot's hash, the pinned requirements and the page's data
-files. myst-nb then finds it there ("Using cached notebook") and never executes.
+chapter itself (execution.execute, the one executor the verifier uses too), before
+myst-nb reads it, and stores the executed notebook in the build's cache
+(`<build>/.jupyter_cache`) with the key of what it ran on: the snapshot's hash, the
+pinned requirements and the page's data files, and the numbers of the machine
+(`execution.numerics`). myst-nb then finds it there ("Using cached notebook") and
+never executes anything itself.
 
 A chapter whose key changed is read again. An edit of a later chapter's lines of the
 engine changes no earlier snapshot, so the earlier chapters stay cached. A book whose
 engine has no chapter markers for its `_toc.yml` (a throwaway test book) runs on the
 installed engine, keyed on every file under `engine/`.
-
-The chapter verifier (tests/verifier.py) runs chapters with the same functions, and
-with `env` (a numerical environment of tests/numerics.py) never stores what it ran.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import copy
 import hashlib
 import os
-import time
 from pathlib import Path
 
 import snapshots
-from book_config import ROOT, data_files, default_timeout, is_notebook
+from book_config import ROOT, data_files, is_notebook
 from cells import read_chapter
+import execution
+from execution import snapshot_of
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
+NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics)
 
 
 def cache_dir(build_dir) -> Path:
@@ -55,20 +52,6 @@ def _hash_files(paths, root) -> str:
     return digest.hexdigest()[:16]
 
 
-def snapshot_of(path, root=ROOT):
-    """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
-    chapter = Path(path).stem
-    if not (Path(root) / "engine" / "__init__.py").is_file():
-        return None
-    try:
-        if chapter not in snapshots.chapter_order(root):
-            return None
-        snapshots.engine_lines(root)  # the markers must name pages of this book
-    except (snapshots.MarkerError, OSError, KeyError):
-        return None
-    return chapter
-
-
 def run_key(path, root=ROOT) -> str:
     """What the outputs of the page at `path` depend on besides its cells."""
     root = Path(root).resolve()
@@ -83,81 +66,7 @@ def run_key(path, root=ROOT) -> str:
     return f"{engine}/{extra}"
 
 
-def kernel_env(path, build_dir, root=ROOT) -> dict:
-    """Variables that make `import engine` in the page's kernel the page's snapshot."""
-    chapter = snapshot_of(path, root)
-    if chapter is None:
-        return {}
-    folder = snapshots.snapshot_folder(chapter, build_dir, root)
-    return {"PYTHONPATH": os.pathsep.join(
-        p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
-
-
-# -- running a chapter -------------------------------------------------------------------
-
-
-def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
-    """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
-
-    The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
-    (executed notebook, {fence line: seconds}, failures, total seconds), where
-    failures holds timeouts and kernel deaths only (errors are outputs, checked with
-    the rest); a cell that timed out gets an error output saying so.
-    """
-    from checks import Failure
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from nbformat.v4 import new_output
-
-    build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
-    nb = copy.deepcopy(chapter.nb)
-    timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
-    # a chapter may override the timeout in its front matter, as myst-nb allows
-    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
-    timeout = nb.metadata.get("execution", {}).get("timeout", timeout)
-    timeout = None if timeout is None or timeout < 0 else timeout
-
-    def timeout_of(cell):
-        value = cell.metadata.get("timeout", timeout)
-        return None if value is None or value < 0 else value
-
-    client = NotebookClient(
-        nb, timeout=timeout, allow_errors=True,
-        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
-        coalesce_streams=True,  # one stream output per name, however the kernel cut it
-        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
-        resources={"metadata": {"path": str(chapter.path.parent)}},
-    )
-    client.timeout_func = timeout_of
-    variables = {**kernel_env(chapter.path, build_dir, root), **(env or {})}
-    lines = {cell.index: cell.line for cell in chapter.cells}
-    seconds, failures = {}, []
-    start = time.perf_counter()
-    client.reset_execution_trackers()
-    with client.setup_kernel(env={**os.environ, **variables}):
-        info = client.wait_for_reply(client.kc.kernel_info())
-        if info is not None and "language_info" in info["content"]:
-            nb.metadata["language_info"] = info["content"]["language_info"]
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            t0 = time.perf_counter()
-            try:
-                client.execute_cell(cell, index)
-            except CellTimeoutError:
-                what = (f"cell timed out after {timeout_of(cell)} s (set `timeout:` in its "
-                        "options if it needs longer); later cells not run")
-                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
-                                               traceback=[f"CellTimeoutError: {what}"]))
-                failures.append(Failure(lines[index], what))
-                seconds[lines[index]] = time.perf_counter() - t0
-                break
-            except DeadKernelError as error:
-                failures.append(Failure(lines[index], f"kernel died: {error}"))
-                break
-            seconds[lines[index]] = time.perf_counter() - t0
-        client.set_widgets_metadata()
-    return nb, seconds, failures, time.perf_counter() - start
+# -- the cache ----------------------------------------------------------------------------
 
 
 def cached(chapter, build_dir, root=ROOT, any_run=False):
@@ -216,41 +125,15 @@ def executed_notebook(path, build_dir, root=ROOT):
 
 
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
-    """Cache an executed notebook as myst-nb would, with the key of what it ran on."""
+    """Cache an executed notebook as myst-nb would, with the key of what it ran on and
+    the numbers it was made with here."""
     from jupyter_cache.base import CacheBundleIn
 
     key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
-    data = {"execution_seconds": seconds, KEY: key}
+    data = {"execution_seconds": seconds, KEY: key, NUMERICS: execution.numerics()}
     return open_cache(build_dir).cache_notebook_bundle(
         CacheBundleIn(executed, str(chapter.path), data=data),
         check_validity=False, overwrite=True)
-
-
-def run_problems(chapter, executed, failures):
-    """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
-    that raised without being tagged `raises-exception` (as myst-nb's own execution does
-    with `allow_errors: false`)."""
-    from checks import cell_output
-
-    problems = [(f.line, f.what) for f in failures]
-    stopped = {line for line, _ in problems}
-    for cell in chapter.cells:
-        if cell.raises or cell.line in stopped:
-            continue
-        output = cell_output(executed.cells[cell.index].get("outputs", []))
-        if output.error is not None:
-            problems.append((cell.line, "cell raised " + (
-                output.error_line or output.error.strip().splitlines()[-1])))
-    return problems
-
-
-def _execute_in_worker(path, text, root, build_dir, env):
-    """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
-    import nbformat
-
-    chapter = read_chapter(path, root, text=text)
-    executed, _, failures, seconds = execute(chapter, root, build_dir, env)
-    return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
 
 
 # -- Sphinx ---------------------------------------------------------------------------
@@ -337,9 +220,11 @@ def _run_chapters(app, env, docnames):
             to_run.append((docname, chapter))
     if not to_run:
         return
+    import concurrent.futures
     import multiprocessing
 
     import nbformat
+    from execution import execute_in_worker
 
     workers = min(len(to_run), max(1, min(os.cpu_count() or 1, 2)))
     # two kernels on two cores: one BLAS thread each, or OpenBLAS's threads spin against
@@ -350,8 +235,8 @@ def _run_chapters(app, env, docnames):
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=context) as pool:  # a spawned worker gets this sys.path
-        runs = {pool.submit(_execute_in_worker, str(chapter.path), chapter.text, str(root), str(build), env):
-                (docname, chapter) for docname, chapter in to_run}
+        runs = {pool.submit(execute_in_worker, str(chapter.path), chapter.text, str(root),
+                            str(build), env): (docname, chapter) for docname, chapter in to_run}
         warned = app.__dict__.setdefault(WARNED, set())
         for future in concurrent.futures.as_completed(runs):
             docname, chapter = runs[future]

@@ -146,8 +146,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
 
     With a `Resolver` (the build passes one), its MyST is rendered to plain Markdown."""
-    import engine_cache
     from checks import glued_values
+    from execution import snapshot_of
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
 
     nb = copy.deepcopy(nb)
@@ -155,7 +155,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
     # glue(...) values: myst-nb moves them out of the executed notebook; any left count too
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
     glued.update(glued_values(nb.cells))
-    chapter = engine_cache.snapshot_of(doc_path, root)
+    chapter = snapshot_of(doc_path, root)
     cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
         if cell.cell_type == "markdown":

@@ -537,6 +537,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
 
         sys.path.insert(0, str(copy / "book" / "_ext"))
         import engine_cache
+        import execution
         import book_config
         import cells
 
@@ -552,7 +553,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
             for _ in range(script_repeats):
                 start = time.perf_counter()
                 # on the engine as of the chapter, as in the build
-                chapter_env = {**env, **engine_cache.kernel_env(path, copy / "_build", copy)}
+                chapter_env = {**env, **execution.kernel_env(path, copy / "_build", copy)}
                 result = subprocess.run([sys.executable, str(script)], cwd=path.parent,
                                         env=chapter_env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
