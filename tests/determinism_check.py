@@ -15,7 +15,7 @@ Sources of difference found and fixed where they arise (not masked here):
   `Interactive.__repr__` no longer shows a memory address.
 - a slow cell's stdout reached the notebook as one, two or three stream outputs,
   cut by the kernel's flush timer: the one executor of the build and the verifier
-  (book/_ext/engine_cache.py) runs nbclient with `coalesce_streams`.
+  (book/_ext/execution.py) runs nbclient with `coalesce_streams`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ problem is listed in the same log:
 1. `syntax`: a cell with a syntax error;
 2. `forever`: a cell that never ends (`while True: pass`, `timeout: 1`, below the
    `execute: timeout: 3` of the throwaway _config.yml: the build and the verifier run
-   cells with one executor, book/_ext/engine_cache.py, which applies a cell's own
+   cells with one executor, book/_ext/execution.py, which applies a cell's own
    `timeout:`);
 3. `badyaml`: an `expect:` whose quote is never closed, in the cell's YAML options;
 4. `orphan`: a page in book/ that `_toc.yml` does not list;
@@ -104,7 +104,7 @@ ORPHAN = "Written, but never listed in _toc.yml.\n"
 def make_book(root: Path) -> Path:
     chapters = {name: FRONT + f"\n# {name}\n" + textwrap.dedent(body)
                 for name, body in CHAPTERS.items()}
-    # notebooks.py packs engine/, pyproject.toml and the pins into the site's archive
+    # notebook_archive.py packs engine/, pyproject.toml and the pins into the site's archive
     return books.make_book(root, CONFIG, chapters, pages={
         "pyproject.toml": '[project]\nname = "bad-edits"\n', "requirements.txt": "",
         "book/orphan.md": FRONT + "\n# Orphan\n\n" + ORPHAN})

@@ -104,7 +104,7 @@ class Result:
         return "\n".join(parts)
 
 
-# -- execution: book/_ext/engine_cache.py, shared with the build ------------------------
+# -- execution: book/_ext/execution.py, shared with the build ----------------------------
 
 
 def restore_under(new_chapter: cells.Chapter, executed_nb):

@@ -50,6 +50,7 @@ class Fence:
     arg: str  # the rest of the opening line: a directive's argument, a code block's language
     content: str  # every line between the fences
     depth: int  # how many directives enclose it
+    level: int  # how many Markdown blocks (a list, a quote) enclose it in its own text
     options: dict = dataclasses.field(default_factory=dict)  # read as YAML, {} if unreadable
     body: list = dataclasses.field(default_factory=list)  # the lines after the options
     body_line: int = 0  # 1-based line of body[0]
@@ -74,7 +75,7 @@ def fences(text: str, root=ROOT, first_line: int = 1, depth: int = 0):
         match = re.match(r"^\{([^}]+)\}\s*(.*)$", info)
         fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1,
                       match.group(1) if match else None, match.group(2) if match else info,
-                      token.content, depth)
+                      token.content, depth, token.level)
         if fence.name is not None:
             result = parse_directive_text(_AnyDirective, "", token.content,
                                           validate_options=False)
@@ -87,7 +88,8 @@ def fences(text: str, root=ROOT, first_line: int = 1, depth: int = 0):
 
 def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
     """The ```{code-cell}``` fences myst-nb makes cells of (not inside other blocks)."""
-    return [f for f in fences(text, root) if f.name == "code-cell" and f.depth == 0]
+    return [f for f in fences(text, root)
+            if f.name == "code-cell" and f.depth == 0 and f.level == 0]
 
 
 def options_block(lines: list[str], fence: int, end: int | None = None):
