@@ -536,10 +536,9 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
         section["rebuild"] = statistics.median(rebuilds_seconds)
 
         sys.path.insert(0, str(copy / "book" / "_ext"))
-        import engine_cache
-        import execution
         import book_config
         import cells
+        import execution
 
         chapters = []
         env = build_env(copy)
