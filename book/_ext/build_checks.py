@@ -25,7 +25,7 @@ from pathlib import Path
 
 from book_config import front_matter, is_notebook, notebook_docnames, pages_missing_from_toc
 from cells import code_cells, repaired
-from checks import cell_output, check_cell, check_glue
+from checks import cell_output, check_cell, check_glue, joined
 
 CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_outputs
 
@@ -71,8 +71,7 @@ def textless_figures(nb, glue):
     outputs += [(o.get("metadata", {}).get("engine_cell_index"), o) for o in glue.values()]
     for index, output in outputs:
         data = output.get("data", {})
-        text = data.get("text/plain", "")
-        text = "".join(text) if isinstance(text, list) else text
+        text = joined(data.get("text/plain", ""))
         if set(data) <= {"text/plain"} and _OBJECT_REPR.match(text.strip()):
             name = output.get("metadata", {}).get("scrapbook", {}).get("name")
             found.append((index, (f"glued value {name!r}" if name else "a displayed output")

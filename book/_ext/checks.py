@@ -70,6 +70,17 @@ def html_text(markup: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def joined(value):
+    """A notebook's text field, which nbformat may hold as a list of lines."""
+    return "".join(value) if isinstance(value, list) else value
+
+
+def is_player(data: dict) -> bool:
+    """An output bundle that is a player (matplotlib's JavaScript animation, the engine's)."""
+    html = joined(data.get("text/html", ""))
+    return 'class="animation"' in html or "engine-interactive" in html
+
+
 def shown_text(data: dict, kind: str = "display_data") -> str | None:
     """The text a rich output shows, or None for a picture (a figure, a player).
 
@@ -210,7 +221,7 @@ def glue_text(use: GlueUse, bundle: dict) -> str | None:
     from myst_nb.core.variables import format_plain_text
 
     plain = bundle.get("text/plain")
-    plain = "".join(plain) if isinstance(plain, list) else plain
+    plain = joined(plain)
     if use.kind == "md" and "text/markdown" in bundle:
         return bundle["text/markdown"]
     if plain is None:

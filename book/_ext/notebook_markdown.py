@@ -13,7 +13,7 @@ import base64
 import re
 
 from cells import NOT_PROSE, GlueUse, fences
-from checks import glue_text
+from checks import glue_text, is_player
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
 SOLUTION_END = "<!-- engine-solution-end -->"
@@ -46,9 +46,7 @@ def glue_figure_markdown(fence, glued, attachments, resolver=None):
         caption = f"*{caption}*"
     if number:
         caption = f"**Figure {number}.** {caption}"
-    html = data.get("text/html", "")
-    html = "".join(html) if isinstance(html, list) else html
-    if 'class="animation"' in html or "engine-interactive" in html:
+    if is_player(data):
         caption += "\n\n" + PLAYER_NOTE
     anchor = f'<a id="{label}"></a>\n\n' if label else ""
     alt = str(options.get("alt", name)).replace("]", "")
@@ -183,9 +181,7 @@ def players_as_stills(cell):
     a note: JupyterLab and Colab do not run the script of a notebook they did not run."""
     for output in cell.get("outputs", []):
         data = output.get("data", {})
-        html = data.get("text/html", "")
-        html = "".join(html) if isinstance(html, list) else html
-        if not ('class="animation"' in html or "engine-interactive" in html):
+        if not is_player(data):
             continue
         png = data.get("image/png")
         data.pop("text/html", None)

@@ -26,6 +26,7 @@ from sphinx.util.docutils import SphinxDirective
 from book_config import notebook_docnames
 from build_checks import failures
 from cells import code_cells
+from checks import is_player
 from engine_cache import shown_notebook
 
 ENV_KEY = "engine_report_docs"
@@ -35,20 +36,13 @@ def _is_image(data):
     return any(k.startswith("image/") for k in data)
 
 
-def _is_player(data):
-    html = data.get("text/html", "")
-    if isinstance(html, list):
-        html = "".join(html)
-    return 'class="animation"' in html or "engine-interactive" in html
-
-
 def figures(nb, glue):
     """(figures, interactive): image or player outputs, in cells and glued."""
     bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
     bundles += [o.get("data", {}) for o in glue.values()]
-    shown = [b for b in bundles if _is_image(b) or _is_player(b)]
-    return len(shown), sum(1 for b in shown if _is_player(b))
+    shown = [b for b in bundles if _is_image(b) or is_player(b)]
+    return len(shown), sum(1 for b in shown if is_player(b))
 
 
 def _engine_exports(root):
@@ -127,7 +121,6 @@ def chapter_row(app, docname, root, exec_data=None):
         "figures": n_figures,
         "interactive": n_players,
         "runtime": seconds,
-        "method": exec_data.get("method"),
         "succeeded": exec_data.get("succeeded"),
         "modules": engine_modules(nb, root),
     }
