@@ -248,8 +248,12 @@ def find_chapters(names, root=ROOT):
             if path in book_config.chapter_paths(home):
                 picked.append((path, home))
                 continue
+            shown = book_config.display_path(path, home)
+            if path.relative_to(home).with_suffix("").as_posix() in book_config.toc_docnames(home):
+                raise SystemExit(f"{shown}: not a notebook (no kernelspec in its front matter), "
+                                 "so it has no code cells to verify")
             raise SystemExit(
-                f"{book_config.display_path(path, home)}: not in {book_config.display_path(home / '_toc.yml')}, "
+                f"{shown}: not in {book_config.display_path(home / '_toc.yml')}, "
                 "so the book leaves it out and the chapter tests never run it: list it there"
             )
         known = ", ".join(book_config.slug(p, root) for p in chapters)
