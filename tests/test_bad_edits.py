@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+import book_config
+import cells
 import verifier
 from support import books
 from support.books import FRONT, fence_of, line_of
-import book_config
-import cells
 
 EXT = verifier.ROOT / "book" / "_ext"
 

@@ -9,8 +9,8 @@ import warnings
 
 import pytest
 
-import verifier
 import book_config
+import verifier
 
 CHAPTERS = book_config.chapter_paths(verifier.ROOT)
 

@@ -20,19 +20,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import determinism_check as dc
-import verifier
-from support import books
-from support.books import FRONT
 import book_config
 import cells
+import determinism_check as dc
 import engine_cache
 import execution
+import verifier
+from site_pages import BUILD_COMMAND, BuildFailed, build_site
+from support import books
+from support.books import FRONT
 
 ROOT = verifier.ROOT
-
-from site_pages import BUILD_COMMAND, BuildFailed, build_site
-
 
 
 # -- the fixes, one by one ---------------------------------------------------------------

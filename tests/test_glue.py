@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-import verifier
 import book_config
 import cells
 import checks
+import verifier
 
 ROOT = verifier.ROOT
 

@@ -22,16 +22,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 import book_config
 import cells
 import checks
 import comparison
+import notebooks
 from site_pages import BuildFailed, build_site
 from support.books import chapter_docnames
 
-import notebooks
+ROOT = Path(__file__).resolve().parents[1]
 
 ARCHIVE = "downloads/autodiff-book.zip"
 LISTING_TAG = "engine-listing"

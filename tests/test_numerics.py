@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+import book_config
+import cells
 import numerics
 import verifier
 from support.books import FRONT
-import book_config
-import cells
 
 ROOT = verifier.ROOT
 ENVIRONMENTS = numerics.environments()

@@ -20,16 +20,15 @@ from pathlib import Path
 
 import pytest
 
-import verifier
 import cells
 import checks
-
-ROOT = verifier.ROOT
-
 import engine_cache
 import execution
 import listings
 import snapshots
+import verifier
+
+ROOT = verifier.ROOT
 
 CHAPTERS = snapshots.engine_chapters(ROOT)
 ORDER = snapshots.chapter_order(ROOT)

@@ -16,9 +16,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import verifier
-from support import books
-from support.books import FRONT
 import book_config
 import cells
 import checks
@@ -26,6 +23,9 @@ import comparison
 import engine_cache
 import execution
 import rewrite
+import verifier
+from support import books
+from support.books import FRONT
 
 CONFIG = f"""\
 title: throwaway
