@@ -35,9 +35,18 @@ def markdown_parser(root: Path):
     return create_md_parser(md_parser_config(root), RendererHTML)
 
 
+class _AnyOption(dict):
+    """An option spec that takes every option as the text it is (docutils' `unchanged`)."""
+
+    def __getitem__(self, name):
+        from docutils.parsers.rst.directives import unchanged
+
+        return unchanged
+
+
 class _AnyDirective:
     """What myst-parser needs to split a directive's text into options and body."""
-    option_spec = {"any": True}
+    option_spec = _AnyOption(any=True)
     required_arguments = optional_arguments = 0
     has_content = True
 
@@ -51,7 +60,7 @@ class Fence:
     content: str  # every line between the fences
     depth: int  # how many directives enclose it
     level: int  # how many Markdown blocks (a list, a quote) enclose it in its own text
-    options: dict = dataclasses.field(default_factory=dict)  # read as YAML, {} if unreadable
+    options: dict = dataclasses.field(default_factory=dict)  # as MyST reads them: text
     body: list = dataclasses.field(default_factory=list)  # the lines after the options
     body_line: int = 0  # 1-based line of body[0]
 
@@ -77,8 +86,7 @@ def fences(text: str, root=ROOT, first_line: int = 1, depth: int = 0):
                       match.group(1) if match else None, match.group(2) if match else info,
                       token.content, depth, token.level)
         if fence.name is not None:
-            result = parse_directive_text(_AnyDirective, "", token.content,
-                                          validate_options=False)
+            result = parse_directive_text(_AnyDirective, "", token.content)
             fence.options, fence.body = dict(result.options), list(result.body)
             fence.body_line = fence.line + 1 + result.body_offset
         yield fence
