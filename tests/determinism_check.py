@@ -14,8 +14,8 @@ Sources of difference found and fixed where they arise (not masked here):
 - the text/plain of a player output was `<engine.figures.Interactive at 0x7f...>`:
   `Interactive.__repr__` no longer shows a memory address.
 - a slow cell's stdout reached the notebook as one, two or three stream outputs,
-  cut by the kernel's flush timer: the build (book/_ext/notebooks.py) and the
-  verifier run nbclient with `coalesce_streams`.
+  cut by the kernel's flush timer: the one executor of the build and the verifier
+  (book/_ext/execution.py) runs nbclient with `coalesce_streams`.
 """
 
 from __future__ import annotations
@@ -68,23 +68,10 @@ def execution_mode(chapter_nb) -> str | None:
 
 
 def executed_notebook(path: Path, build: Path, root: Path):
-    """The executed notebook of a chapter in `build`: from its execution cache, or, for a
-    page that runs outside the cache (`execution_mode: force`), the notebook myst-nb
-    wrote to `jupyter_execute/` after running it. None when neither has it."""
-    import expectations as ex
+    """The executed notebook of a chapter in `build`, as the build shows it (None if none)."""
+    import engine_cache
 
-    chapter = ex.read_chapter(path, root)
-    if execution_mode(chapter.nb) not in ("force", "inline"):
-        return ex.cached_notebook(path, build, root)
-    # a page that always runs: the build's own record, never the cache, where only the
-    # verifier may have stored it (in one build and not the other)
-    docname = Path(path).resolve().relative_to(Path(root).resolve()).with_suffix("")
-    written = Path(build) / "jupyter_execute" / f"{docname.as_posix()}.ipynb"
-    if not written.exists():
-        return None
-    nb = nbformat.read(written, as_version=4)
-    nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
-    return nb
+    return engine_cache.executed_notebook(path, build, root)[0]
 
 
 def glue_name(output) -> str | None:

@@ -22,13 +22,16 @@ in a process started with its variables).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+if __name__ == "__main__":  # run as a script: the book's modules, where pytest's pythonpath has them
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+
+from execution import probe  # noqa: E402  (what a process with these variables gets: the build's own)
 
 TESTS = Path(__file__).resolve().parent
 
@@ -128,33 +131,6 @@ def perturbation_profile() -> Path:
     if not path.exists() or path.read_text() != script:
         path.write_text(script)
     return folder
-
-
-_PROBE = r"""
-import ctypes, glob, json, os
-import numpy as np
-from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
-core = None
-libs = glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "libscipy_openblas*"))
-if libs:
-    lib = ctypes.CDLL(libs[0])
-    for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
-                 "openblas_get_corename"):
-        if hasattr(lib, name):
-            getattr(lib, name).restype = ctypes.c_char_p
-            core = getattr(lib, name)().decode()
-            break
-print(json.dumps({"openblas_core": core,
-                  "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__[f]]}))
-"""
-
-
-def probe(variables: dict) -> dict:
-    """What a process with these variables gets: OpenBLAS's core, NumPy's SIMD groups."""
-    env = {**os.environ, **variables}
-    done = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True,
-                          text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main():

@@ -7,7 +7,7 @@ problem is listed in the same log:
 1. `syntax`: a cell with a syntax error;
 2. `forever`: a cell that never ends (`while True: pass`, `timeout: 1`, below the
    `execute: timeout: 3` of the throwaway _config.yml: the build and the verifier run
-   cells with one executor, book/_ext/engine_cache.py, which applies a cell's own
+   cells with one executor, book/_ext/execution.py, which applies a cell's own
    `timeout:`);
 3. `badyaml`: an `expect:` whose quote is never closed, in the cell's YAML options;
 4. `orphan`: a page in book/ that `_toc.yml` does not list;
@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
+import book_config
+import cells
 import verifier
 from support import books
 from support.books import FRONT, fence_of, line_of
-from verifier import ex
 
 EXT = verifier.ROOT / "book" / "_ext"
 
@@ -103,7 +104,7 @@ ORPHAN = "Written, but never listed in _toc.yml.\n"
 def make_book(root: Path) -> Path:
     chapters = {name: FRONT + f"\n# {name}\n" + textwrap.dedent(body)
                 for name, body in CHAPTERS.items()}
-    # notebooks.py packs engine/, pyproject.toml and the pins into the site's archive
+    # notebook_archive.py packs engine/, pyproject.toml and the pins into the site's archive
     return books.make_book(root, CONFIG, chapters, pages={
         "pyproject.toml": '[project]\nname = "bad-edits"\n', "requirements.txt": "",
         "book/orphan.md": FRONT + "\n# Orphan\n\n" + ORPHAN})
@@ -228,11 +229,11 @@ def test_verifier_refuses_a_page_missing_from_the_toc(book, name, monkeypatch):
 
 
 def test_pages_missing_from_the_toc_are_found(book):
-    assert ex.pages_missing_from_toc(book) == [book / "book" / "orphan.md"]
+    assert book_config.pages_missing_from_toc(book) == [book / "book" / "orphan.md"]
 
 
 def test_every_page_of_the_real_book_is_in_its_toc():
-    missing = [ex.display_path(p) for p in ex.pages_missing_from_toc(verifier.ROOT)]
+    missing = [book_config.display_path(p) for p in book_config.pages_missing_from_toc(verifier.ROOT)]
     assert not missing, f"not in _toc.yml, so the build leaves them out: {missing}"
 
 
@@ -254,15 +255,15 @@ def test_bad_options_name_their_line(options, marker, words, tmp_path):
             "```{code-cell} ipython3\n---\n" + "\n".join(options) + "\n---\nprint(2)\n```\n")
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(ex.ChapterError) as error:
-        ex.read_chapter(path, verifier.ROOT)
+    with pytest.raises(cells.ChapterError) as error:
+        cells.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, marker)
     assert words in error.value.what
     assert str(error.value).startswith(f"{path}:{error.value.line}: ")
     # the build comments the options out, keeping every line where it was
-    fixed = ex.comment_out_options(text, error.value.line)
+    fixed = cells.comment_out_options(text, error.value.line)
     assert len(fixed.splitlines()) == len(text.splitlines())
-    chapter = ex.read_chapter(path, verifier.ROOT, text=fixed)
+    chapter = cells.read_chapter(path, verifier.ROOT, text=fixed)
     assert [c.source for c in chapter.cells] == ["print(1)", "print(2)"]
     assert chapter.cells[1].options == {}
 
@@ -271,7 +272,7 @@ def test_unclosed_options_block_names_its_opening_line(tmp_path):
     text = FRONT + "\n# T\n\n```{code-cell} ipython3\n---\nexpect: a\nprint(2)\n```\n"
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(ex.ChapterError) as error:
-        ex.read_chapter(path, verifier.ROOT)
+    with pytest.raises(cells.ChapterError) as error:
+        cells.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, "expect: a") - 1
     assert "never closed" in error.value.what

@@ -60,7 +60,6 @@ def test_the_stored_results_have_everything_the_speed_page_reads():
 def test_the_engine_before_fast_that_the_chapter_reads_is_the_snapshot_of_memory():
     """book/data/engine-before-fast.json: write it again with
     `python tests/benchmarks/run.py --engine-before` after a change to an earlier chapter's lines."""
-    sys.path.insert(0, str(RUN.parent))
     import run
 
     stored = json.loads((ROOT / "book" / "data" / "engine-before-fast.json").read_text())

@@ -94,3 +94,58 @@ def test_an_engine_edit_runs_its_chapter_and_the_later_ones_only(tmp_path):
     pages, ran = build(book)  # nothing changed: nothing runs
     assert ran == set()
     assert "value 2 other 20" in pages["second"]
+
+
+# -- one execution path: what the verifier ran, the build shows, and the reverse ----------
+
+ONE_PATH_CONFIG = f"""\
+title: one execution path
+only_build_toc_files: true
+exclude_patterns: [_build]
+execute:
+  execute_notebooks: cache
+sphinx:
+  local_extensions:
+    engine_cache: {ROOT / "book" / "_ext"}
+"""
+
+ONE_CELL = FRONT + """\
+# {name}
+
+```{{code-cell}} ipython3
+---
+expect: |
+  {name} ran
+---
+print("{name} ran")
+```
+"""
+
+
+@pytest.mark.slow
+def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
+    """Both execute through execution.execute and store in the build's cache: a chapter
+    the verifier ran, the build only reads, and a chapter the build ran, the verifier
+    only checks. Nothing executes twice, and myst-nb executes nothing itself."""
+    import verifier
+
+    book = books.make_book(tmp_path / "book-root", ONE_PATH_CONFIG,
+                           {"first": ONE_CELL.format(name="first")})
+    build_dir = book / "_build"
+    first = verifier.verify(book / "book" / "first.md", root=book, build=build_dir)
+    assert first.ok and first.source == "executed" and first.stored, first.report()
+
+    code, log = books.run_build(book, "-v", timeout=300)
+    assert code == 0, log[-3000:]
+    assert "engine_cache: ran" not in log and "Executing notebook" not in log, log[-3000:]
+    assert "book/first.md: Using cached notebook" in log
+    assert "first ran" in (build_dir / "html" / "book" / "first.html").read_text()
+
+    (book / "book" / "second.md").write_text(ONE_CELL.format(name="second"))
+    (book / "_toc.yml").write_text((book / "_toc.yml").read_text() + "  - file: book/second\n")
+    code, log = books.run_build(book, "-v", timeout=300)
+    assert code == 0, log[-3000:]
+    assert set(re.findall(r"engine_cache: ran book/(\w+) on ", log)) == {"second"}
+    assert "Executing notebook" not in log, log[-3000:]
+    second = verifier.verify(book / "book" / "second.md", root=book, build=build_dir)
+    assert second.ok and second.source == "cache", second.report()

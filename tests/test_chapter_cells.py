@@ -9,9 +9,9 @@ nor get verified. Counting fences against parsed cells catches that.
 import pytest
 from myst_nb.core.read import read_myst_markdown_notebook
 
-from verifier import ex
+import book_config
 
-CHAPTERS = {ex.slug(path): path for path in ex.chapter_paths()}
+CHAPTERS = {book_config.slug(path): path for path in book_config.chapter_paths()}
 
 
 @pytest.mark.parametrize("chapter", sorted(CHAPTERS))

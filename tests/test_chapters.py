@@ -9,14 +9,14 @@ import warnings
 
 import pytest
 
+import book_config
 import verifier
-from verifier import ex
 
-CHAPTERS = ex.chapter_paths(verifier.ROOT)
+CHAPTERS = book_config.chapter_paths(verifier.ROOT)
 
 
 @pytest.mark.parametrize(
-    "path", CHAPTERS, ids=[ex.slug(path, verifier.ROOT) for path in CHAPTERS]
+    "path", CHAPTERS, ids=[book_config.slug(path, verifier.ROOT) for path in CHAPTERS]
 )
 def test_chapter(path, request):
     result = verifier.verify(path, update=request.config.getoption("--update-expect"))

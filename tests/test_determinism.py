@@ -20,17 +20,17 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import book_config
+import cells
 import determinism_check as dc
+import engine_cache
+import execution
 import verifier
+from site_pages import BUILD_COMMAND, BuildFailed, build_site
 from support import books
 from support.books import FRONT
-from verifier import ex
 
 ROOT = verifier.ROOT
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-from site_pages import BUILD_COMMAND, BuildFailed, build_site  # noqa: E402
-
 
 
 # -- the fixes, one by one ---------------------------------------------------------------
@@ -83,29 +83,15 @@ CHATTY = [
 ]
 
 
-def test_the_build_joins_a_cells_streams_into_one_output():
-    """A pause longer than the kernel's flush interval splits stdout in two outputs;
-    with notebooks.py's wrapper around myst-nb's executor there is one."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import notebooks
-    from myst_nb.core.execute import cache as cache_mode
-
-    notebooks._coalesce_streams()
-    nb = nbformat.v4.new_notebook(cells=[c.copy() for c in CHATTY])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                 "language": "python"}
-    result = cache_mode.single_nb_execution(nb, cwd=str(ROOT), timeout=60,
-                                            allow_errors=False)
-    assert result.err is None, result.exc_string
-    assert [o["text"] for o in nb.cells[0].outputs] == ["before\nafter\n"]
-
-
-def test_the_verifier_joins_a_cells_streams_into_one_output(tmp_path):
+def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
+    """A pause longer than the kernel's flush interval splits stdout in two outputs; the
+    one executor of the build and the verifier (execution.execute) joins them.
+    (tests/test_build_cache.py shows the build runs nothing through myst-nb's own.)"""
     path = tmp_path / "chatty.md"
     path.write_text(FRONT + "\n# Chatty\n\n```{code-cell} ipython3\n" + CHATTY[0].source
                     + "\n```\n")
-    chapter = ex.read_chapter(path, ROOT)
-    executed, _, failures, _ = verifier.execute(chapter, ROOT, tmp_path)
+    chapter = cells.read_chapter(path, ROOT)
+    executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
     [cell] = [c for c in executed.cells if c.cell_type == "code"]
     assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]
@@ -193,7 +179,7 @@ def two_builds(tmp_path_factory):
 
 
 def chapters():
-    return [(path, ex.slug(path, ROOT)) for path in ex.chapter_paths(ROOT)]
+    return [(path, book_config.slug(path, ROOT)) for path in book_config.chapter_paths(ROOT)]
 
 
 @pytest.mark.slow
@@ -216,8 +202,8 @@ def test_no_page_carries_the_day_it_was_built():
 def test_second_clean_build_executed_every_chapter_itself(two_builds):
     _, second, _ = two_builds
     cached = [slug for path, slug in chapters()
-              if dc.execution_mode(ex.read_chapter(path, ROOT).nb) not in ("force", "inline")]
-    cache = ex.open_cache(second)
+              if dc.execution_mode(cells.read_chapter(path, ROOT).nb) not in ("force", "inline")]
+    cache = engine_cache.open_cache(second)
     assert len(cache.list_cache_records()) == len(cached), "the cache was not fresh"
 
 

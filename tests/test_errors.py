@@ -1,4 +1,4 @@
-"""The engine under bad input: every case of tests/error_cases.py says exactly what the table says.
+"""The engine under bad input: every case of book/error_cases.py says exactly what the table says.
 
 For each case: the exact exception type and message (or none), the exact warnings
 in order, and the exact printed text (a memory address, which changes from run to

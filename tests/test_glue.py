@@ -1,6 +1,6 @@
 """Glued values are numbers a reader sees: each one the prose shows is checked.
 
-The rules of `expectations.check_glue`, on chapters written here (no kernel): the
+The rules of `checks.check_glue`, on chapters written here (no kernel): the
 glue roles are found with their lines (in directive bodies too), rendered as
 myst-nb renders them and compared with the `glue:` option of the cell that glues
 them. The build applies the same check (tests/test_report.py builds a book whose
@@ -11,8 +11,10 @@ import textwrap
 
 import pytest
 
+import book_config
+import cells
+import checks
 import verifier
-from verifier import ex
 
 ROOT = verifier.ROOT
 
@@ -22,11 +24,11 @@ def chapter_text(body):
 
 
 def uses(body):
-    return [(u.name, u.kind, u.spec, u.line) for u in ex.glue_uses(chapter_text(body), ROOT)]
+    return [(u.name, u.kind, u.spec, u.line) for u in cells.glue_uses(chapter_text(body), ROOT)]
 
 
 def cell(options, line=1):
-    return ex.CodeCell(index=0, line=line, source="", options=options)
+    return cells.CodeCell(index=0, line=line, source="", options=options)
 
 
 def plain(value):
@@ -54,47 +56,47 @@ def test_roles_are_found_with_their_lines_and_formats():
 
 
 def test_rendered_like_myst_nb():
-    use = ex.GlueUse("x", "text", ".3f", 1)
-    assert ex.glue_text(use, plain(1.71633781)) == "1.716"
-    assert ex.glue_text(ex.GlueUse("n", "text", "", 1), plain(7)) == "7"
-    assert ex.glue_text(ex.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
+    use = cells.GlueUse("x", "text", ".3f", 1)
+    assert checks.glue_text(use, plain(1.71633781)) == "1.716"
+    assert checks.glue_text(cells.GlueUse("n", "text", "", 1), plain(7)) == "7"
+    assert checks.glue_text(cells.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
 
 
 TEXT = "The gradient is {glue:text}`g:.1f`.\n"
 
 
 def test_a_declared_value_that_matches_passes():
-    assert ex.check_glue(TEXT, [cell({"glue": {"g": "5.5"}})], {"g": plain(5.4999)}, ROOT) == []
+    assert checks.check_glue(TEXT, [cell({"glue": {"g": "5.5"}})], {"g": plain(5.4999)}, ROOT) == []
 
 
 def test_a_changed_value_fails_at_its_cell():
-    [failure] = ex.check_glue(TEXT, [cell({"glue": {"g": "5.5"}}, line=9)],
+    [failure] = checks.check_glue(TEXT, [cell({"glue": {"g": "5.5"}}, line=9)],
                               {"g": plain(5.61)}, ROOT)
     assert failure.line == 9
     assert failure.what.startswith("glued value 'g', shown at line 1, is '5.6', glue: says '5.5'")
 
 
 def test_an_undeclared_value_fails_at_the_line_that_shows_it():
-    [failure] = ex.check_glue("\n\n" + TEXT, [cell({})], {"g": plain(5.5)}, ROOT)
+    [failure] = checks.check_glue("\n\n" + TEXT, [cell({})], {"g": plain(5.5)}, ROOT)
     assert failure.line == 3
     assert "no check covers it" in failure.what and 'g: "5.5"' in failure.what
 
 
 def test_a_noisy_value_is_compared_within_the_cells_tolerance():
     options = {"glue": {"g": "~5.5"}, "tolerance": "abs 0.2"}
-    assert ex.check_glue(TEXT, [cell(options)], {"g": plain(5.6)}, ROOT) == []
-    [failure] = ex.check_glue(TEXT, [cell(options)], {"g": plain(5.8)}, ROOT)
+    assert checks.check_glue(TEXT, [cell(options)], {"g": plain(5.6)}, ROOT) == []
+    [failure] = checks.check_glue(TEXT, [cell(options)], {"g": plain(5.8)}, ROOT)
     assert "within tolerance abs 0.2" in failure.what
-    [failure] = ex.check_glue(TEXT, [cell({"glue": {"g": "~5.5"}})], {"g": plain(5.5)}, ROOT)
+    [failure] = checks.check_glue(TEXT, [cell({"glue": {"g": "~5.5"}})], {"g": plain(5.5)}, ROOT)
     assert "declares no tolerance" in failure.what
 
 
 def test_a_tolerance_for_glue_only_is_not_an_orphan():
     options = {"glue": {"g": "~5.5"}, "tolerance": "abs 0.2", "expect": "x = 1\n"}
-    output = ex.CellOutput("x = 1\n", "", None, True)
-    assert ex.check_cell(cell(options), output) == []
+    output = checks.CellOutput("x = 1\n", "", None, True)
+    assert checks.check_cell(cell(options), output) == []
     lonely = {"tolerance": "abs 0.2"}
-    [failure] = ex.check_cell(cell(lonely), ex.CellOutput("", "", None, False))
+    [failure] = checks.check_cell(cell(lonely), checks.CellOutput("", "", None, False))
     assert "nothing is marked noisy" in failure.what
 
 
@@ -103,12 +105,12 @@ def test_a_tolerance_for_glue_only_is_not_an_orphan():
     ("5.5", "glue: must map each glued name"),
 ])
 def test_a_declaration_that_is_not_text_is_refused(declared, words):
-    failures = ex.check_glue(TEXT, [cell({"glue": declared})], {"g": plain(5.5)}, ROOT)
+    failures = checks.check_glue(TEXT, [cell({"glue": declared})], {"g": plain(5.5)}, ROOT)
     assert any(words in f.what for f in failures), failures
 
 
 def test_a_declaration_the_page_does_not_show_fails():
-    [failure] = ex.check_glue("No roles.\n", [cell({"glue": {"g": "5.5"}}, line=4)],
+    [failure] = checks.check_glue("No roles.\n", [cell({"glue": {"g": "5.5"}}, line=4)],
                               {"g": plain(5.5)}, ROOT)
     assert (failure.line, failure.what) == (4, "glue: declares 'g', which no role on the page "
                                                "shows")
@@ -117,10 +119,10 @@ def test_a_declaration_the_page_does_not_show_fails():
 def test_every_glued_value_of_the_book_is_declared():
     """No chapter's prose shows a glued value that no cell declares (read, not run)."""
     problems = []
-    for path in ex.chapter_paths(ROOT):
-        chapter = ex.read_chapter(path, ROOT)
+    for path in book_config.chapter_paths(ROOT):
+        chapter = cells.read_chapter(path, ROOT)
         declared = {name for c in chapter.cells for name in (c.options.get("glue") or {})}
-        for use in ex.glue_uses(chapter.text, ROOT):
+        for use in cells.glue_uses(chapter.text, ROOT):
             if use.name not in declared:
-                problems.append(f"{ex.display_path(path, ROOT)}:{use.line}: {use.name}")
+                problems.append(f"{book_config.display_path(path, ROOT)}:{use.line}: {use.name}")
     assert not problems, problems

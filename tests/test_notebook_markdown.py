@@ -10,16 +10,14 @@ citation points into a References cell; every player is a still figure that says
 
 import os
 import re
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from site_pages import BuildFailed, build_site, chapter_docnames  # noqa: E402
+from site_pages import BuildFailed, build_site, chapter_docnames
 
 CHAPTERS = chapter_docnames()
 FENCE = re.compile(r"^\s*(?:`{3,}|:{3,})\s*\{[^}]+\}", re.M)

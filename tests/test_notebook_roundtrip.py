@@ -5,7 +5,7 @@ the intro (`downloads/autodiff-book.zip`) and every chapter's "Download .ipynb",
 makes a fresh virtual environment with the archive's runtime pins and nothing
 else (`pip install -r requirements.txt`: no engine), runs every page's notebook
 there alone, each in a folder of its own, with nbclient, and checks every cell
-with the verifier's own rules (`book/_ext/expectations.py`): the `expect:` of each
+with the verifier's own rules (`book/_ext/checks.py`, `comparison.py`): the `expect:` of each
 cell, no stderr, no error, and the text the site shows. Each notebook brings its
 own engine: its first cell unpacks the engine as of its chapter.
 """
@@ -22,15 +22,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import book_config
+import cells
+import checks
+import comparison
+import notebooks
+from site_pages import BuildFailed, build_site
+from support.books import chapter_docnames
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-import expectations as ex  # noqa: E402
-from site_pages import BuildFailed, build_site  # noqa: E402
-from support.books import chapter_docnames  # noqa: E402
-
-import notebooks  # noqa: E402
 
 ARCHIVE = "downloads/autodiff-book.zip"
 LISTING_TAG = "engine-listing"
@@ -145,7 +145,7 @@ def fresh_run(site, archive, tmp_path_factory):
         (alone / name / f"{name}.ipynb").write_bytes(
             (site / "_sources" / f"{docname}.ipynb").read_bytes())
     out = work / "executed"
-    timeout = int(ex.default_timeout(ROOT) or 600)
+    timeout = int(book_config.default_timeout(ROOT) or 600)
     runner = work / "run_notebooks.py"
     runner.write_text(RUNNER)
     result = subprocess.run([str(python), str(runner), str(alone), str(out),
@@ -157,7 +157,7 @@ def fresh_run(site, archive, tmp_path_factory):
 
 
 def _text(outputs):
-    return ex.cell_output(outputs).text
+    return checks.cell_output(outputs).text
 
 
 @pytest.mark.slow
@@ -178,19 +178,19 @@ def test_every_notebook_runs_in_a_fresh_environment_as_the_book_prints(fresh_run
             if LISTING_TAG in after.metadata.get("tags", []):
                 if after.outputs:
                     problems.append(f"{where}: the listing printed or raised: "
-                                    f"{ex.cell_output(after.outputs)}")
+                                    f"{checks.cell_output(after.outputs)}")
                 continue
-            cell = ex.CodeCell(index, 0, after.source, dict(after.metadata))
-            for failure in ex.check_cell(cell, ex.cell_output(after.outputs)):
+            cell = cells.CodeCell(index, 0, after.source, dict(after.metadata))
+            for failure in checks.check_cell(cell, checks.cell_output(after.outputs)):
                 problems.append(f"{where}: {failure.what}\n{failure.detail}")
             book_text = _text(before.outputs)
             if after.metadata.get("tolerance") and isinstance(after.metadata.get("expect"), str):
                 # the numbers the chapter marks noisy may move; the others may not
-                book_text = ex.carry_marks(after.metadata["expect"], book_text)
-            tolerance = after.metadata.get("tolerance") if ex.has_marks(book_text) else None
-            if ex.compare(book_text, _text(after.outputs), tolerance) is not None:
+                book_text = comparison.carry_marks(after.metadata["expect"], book_text)
+            tolerance = after.metadata.get("tolerance") if comparison.has_marks(book_text) else None
+            if comparison.compare(book_text, _text(after.outputs), tolerance) is not None:
                 problems.append(f"{where}: prints other text than the book's notebook\n"
-                                + ex.indent(ex.unified_diff(_text(before.outputs),
+                                + comparison.indent(comparison.unified_diff(_text(before.outputs),
                                                             _text(after.outputs))))
     assert not problems, "\n".join(problems)
     assert times, "no notebook ran"

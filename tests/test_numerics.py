@@ -29,16 +29,17 @@ from pathlib import Path
 
 import pytest
 
+import book_config
+import cells
 import numerics
 import verifier
 from support.books import FRONT
-from verifier import ex
 
 ROOT = verifier.ROOT
 ENVIRONMENTS = numerics.environments()
 MATRIX = [e for e in ENVIRONMENTS if e.name != "machine"]  # the machine: see above
 SUMMARY = ROOT / "_build" / "numerics.json"
-CHAPTERS = ex.chapter_paths(ROOT)
+CHAPTERS = book_config.chapter_paths(ROOT)
 
 
 _live = set()  # verifier processes still running, stopped if the session ends first
@@ -149,13 +150,13 @@ def matrix(tmp_path_factory):
 
 
 @pytest.mark.slow  # the whole book, afresh, once per environment
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=[ex.slug(p, ROOT) for p in CHAPTERS])
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[book_config.slug(p, ROOT) for p in CHAPTERS])
 @pytest.mark.parametrize("environment", MATRIX, ids=[e.name for e in MATRIX])
 def test_chapter_verifies_in_environment(environment, chapter, matrix):
     result = matrix[environment.name]
     if result.get("skipped"):
         pytest.skip(f"{environment.name}: {result['skipped']}")
-    name = ex.display_path(chapter, ROOT)
+    name = book_config.display_path(chapter, ROOT)
     done = result["chapters"].get(name)
     if done is None:
         pytest.fail(f"{environment.name}: the verifier never reported {name} (exit "
@@ -267,7 +268,7 @@ def fragile_book(tmp_path_factory):
 @pytest.mark.slow  # runs a throwaway chapter in every environment
 def test_a_chaotic_number_fails_in_other_environments_naming_its_line(fragile_book, tmp_path):
     path = fragile_book / "book" / "chaos.md"
-    chaotic = next(c for c in ex.read_chapter(path, fragile_book).cells if "300 steps" in c.source)
+    chaotic = next(c for c in cells.read_chapter(path, fragile_book).cells if "300 steps" in c.source)
     # another kernel family than the one this process runs (OPENBLAS_CORETYPE may be set)
     features = numerics.numpy_cpu_features()
     own = numerics.probe({})["openblas_core"]

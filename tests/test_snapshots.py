@@ -20,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
+import cells
+import checks
+import engine_cache
+import execution
+import listings
+import snapshots
 import verifier
-from verifier import ex
 
 ROOT = verifier.ROOT
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-
-import engine_cache  # noqa: E402
-import listings  # noqa: E402
-import snapshots  # noqa: E402
 
 CHAPTERS = snapshots.engine_chapters(ROOT)
 ORDER = snapshots.chapter_order(ROOT)
@@ -171,10 +171,10 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
     path = ROOT / "book" / "tensors.md"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)],
                                   metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    chapter = ex.Chapter(path, "", nb, [ex.CodeCell(0, 1, probe, {})])
-    executed, _, failures, _ = engine_cache.execute(chapter, ROOT, tmp_path)
+    chapter = cells.Chapter(path, "", nb, [cells.CodeCell(0, 1, probe, {})])
+    executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
-    assert ex.cell_output(executed.cells[0].outputs).text.split() == [
+    assert checks.cell_output(executed.cells[0].outputs).text.split() == [
         "False", "False", "True", "True"]
 
 

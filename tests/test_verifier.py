@@ -16,10 +16,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import book_config
+import cells
+import checks
+import comparison
+import engine_cache
+import execution
+import rewrite
 import verifier
 from support import books
 from support.books import FRONT
-from verifier import ex
 
 CONFIG = f"""\
 title: throwaway
@@ -115,8 +121,8 @@ def test_source_map_points_at_fences(mixed):
 
 
 def test_real_chapters_map_to_fences():
-    for path in ex.chapter_paths(verifier.ROOT):
-        chapter = ex.read_chapter(path, verifier.ROOT)
+    for path in book_config.chapter_paths(verifier.ROOT):
+        chapter = cells.read_chapter(path, verifier.ROOT)
         lines = chapter.text.splitlines()
         for code in chapter.cells:
             assert lines[code.line - 1].lstrip().startswith("```{code-cell}"), (path, code.line)
@@ -265,10 +271,11 @@ def test_rewritten_chapter_passes_without_reexecuting(book):
 
 def test_cached_notebook_holds_the_outputs(book):
     root = book[0]
-    nb = ex.cached_notebook(root / "book" / "good.md", root / "_build", root)
+    nb, _, _ = engine_cache.executed_notebook(root / "book" / "good.md", root / "_build", root)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs[0]["text"] == "[0.  0.5 1. ]\n" and "language_info" in nb.metadata
-    assert ex.cached_notebook(root / "book" / "good.md", root / "elsewhere", root) is None
+    assert engine_cache.executed_notebook(root / "book" / "good.md", root / "elsewhere",
+                                          root)[0] is None
 
 
 @pytest.mark.slow
@@ -294,22 +301,23 @@ def test_update_cli_on_a_chapter_path(tmp_path, monkeypatch, capsys):
     assert verifier.verify(path, root=root).source == "cache"
 
 
-def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_verified_in(
+def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_made_in(
         tmp_path, monkeypatch):
-    """A run the build stored, or one verified on other numerics, is executed again."""
+    """A run made on other numerics is executed again; one the build stored here is not."""
     root = make_book(tmp_path, {"c": cell("print(0.5)", "expect: '0.5'")})
     path, build = root / "book" / "c.md", root / "_build"
     first = verifier.verify(path, root=root, build=build)
     assert first.ok and first.source == "executed"
     assert verifier.verify(path, root=root, build=build).source == "cache"
-    monkeypatch.setattr(verifier, "numerical_environment", lambda: '{"openblas_core": "Prescott"}')
+    monkeypatch.setattr(execution, "numerics", lambda: '{"openblas_core": "Prescott"}')
     assert verifier.verify(path, root=root, build=build).source == "executed"
     assert verifier.verify(path, root=root, build=build).source == "cache"
     monkeypatch.undo()
-    # what the build stores (engine_cache.store, no verification) is not trusted either
-    chapter = ex.read_chapter(path, root)
-    verifier.engine_cache.store(chapter, first.executed_nb, build, 0.1, root)
     assert verifier.verify(path, root=root, build=build).source == "executed"
+    # what the build stores (engine_cache.store, the same executor's run) is trusted
+    chapter = cells.read_chapter(path, root)
+    engine_cache.store(chapter, first.executed_nb, build, 0.1, root)
+    assert verifier.verify(path, root=root, build=build).source == "cache"
 
 
 # -- normalization and numbers -----------------------------------------------------------
@@ -323,8 +331,8 @@ def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_verified_i
     ("( 1, 2 )", "(1, 2)"),
 ])
 def test_normalize_equal(a, b):
-    assert ex.normalize(a) == ex.normalize(b)
-    assert ex.compare(b, a) is None
+    assert comparison.normalize(a) == comparison.normalize(b)
+    assert comparison.compare(b, a) is None
 
 
 @pytest.mark.parametrize("expected, got", [
@@ -335,11 +343,11 @@ def test_normalize_equal(a, b):
     ("a b", "ab"),
 ])
 def test_strict_comparison_fails(expected, got):
-    assert ex.compare(expected, got) is not None
+    assert comparison.compare(expected, got) is not None
 
 
 def test_tokenize():
-    texts, numbers = ex.tokenize("x1.grad = [ 5.5 -1.  4e-3 ] nan -inf +2 .5 1E+10 float64")
+    texts, numbers = comparison.tokenize("x1.grad = [ 5.5 -1.  4e-3 ] nan -inf +2 .5 1E+10 float64")
     assert numbers == ["5.5", "-1.", "4e-3", "nan", "-inf", "+2", ".5", "1E+10"]
     assert texts[0] == "x1.grad = [" and texts[-1] == " float64"
 
@@ -353,8 +361,8 @@ def test_tokenize():
     ("rel 0.5", "[1 2]", "[1 2 3]", False),
 ])
 def test_tolerances(spec, expected, got, ok):
-    noisy = ex.NUMBER.sub(lambda m: "~" + m.group(0), expected)  # every number marked
-    assert (ex.compare(noisy, got, spec) is None) == ok
+    noisy = comparison.NUMBER.sub(lambda m: "~" + m.group(0), expected)  # every number marked
+    assert (comparison.compare(noisy, got, spec) is None) == ok
 
 
 @pytest.mark.parametrize("expected, got, ok", [
@@ -364,31 +372,31 @@ def test_tolerances(spec, expected, got, ok):
     ("[~1.5 2.]", "[2.5 2.]", True), ("[~1.5 2.]", "[1.5 2.5]", False),
 ])
 def test_a_tolerance_relaxes_only_the_numbers_marked_noisy(expected, got, ok):
-    assert (ex.compare(expected, got, "magnitude") is None) == ok
+    assert (comparison.compare(expected, got, "magnitude") is None) == ok
 
 
 def test_marks_and_tolerance_must_come_together():
-    with pytest.raises(ex.ToleranceError, match="no number of expect: is marked"):
-        ex.compare("gap 3e-10", "gap 3e-10", "magnitude")
-    with pytest.raises(ex.ToleranceError, match="declares no tolerance"):
-        ex.compare("gap ~3e-10", "gap 3e-10", None)
+    with pytest.raises(comparison.ToleranceError, match="no number of expect: is marked"):
+        comparison.compare("gap 3e-10", "gap 3e-10", "magnitude")
+    with pytest.raises(comparison.ToleranceError, match="declares no tolerance"):
+        comparison.compare("gap ~3e-10", "gap 3e-10", None)
 
 
 def test_update_mode_carries_the_marks_of_noisy_numbers():
-    assert ex.carry_marks("n 8, gap ~3e-10", "n 8, gap 4.1e-10\n") == "n 8, gap ~4.1e-10\n"
-    assert ex.carry_marks("n 8, gap ~3e-10", "n 8 9, gap 4e-10") == "n 8 9, gap 4e-10"
+    assert comparison.carry_marks("n 8, gap ~3e-10", "n 8, gap 4.1e-10\n") == "n 8, gap ~4.1e-10\n"
+    assert comparison.carry_marks("n 8, gap ~3e-10", "n 8 9, gap 4e-10") == "n 8 9, gap 4e-10"
 
 
 @pytest.mark.parametrize("spec", ["relative 0.5", "rel", "abs x", "rel -1", "magnitudes", 3])
 def test_unknown_tolerance_raises(spec):
-    with pytest.raises(ex.ToleranceError, match="unknown tolerance"):
-        ex.parse_tolerance(spec)
+    with pytest.raises(comparison.ToleranceError, match="unknown tolerance"):
+        comparison.parse_tolerance(spec)
 
 
 @given(st.text(alphabet=" \n\t[]()ab.-19e,", max_size=40))
 def test_normalize_is_idempotent(text):
-    once = ex.normalize(text)
-    assert ex.normalize(once) == once
+    once = comparison.normalize(text)
+    assert comparison.normalize(once) == once
 
 
 finite = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
@@ -399,8 +407,8 @@ finite = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
 def test_numpy_padding_and_linewidth_normalize_equal(array, width):
     narrow = np.array2string(array, max_line_width=width)
     wide = np.array2string(array, max_line_width=10_000)
-    assert ex.normalize(narrow) == ex.normalize(wide)
-    assert ex.compare(wide, narrow) is None
+    assert comparison.normalize(narrow) == comparison.normalize(wide)
+    assert comparison.compare(wide, narrow) is None
 
 
 @given(finite, st.sampled_from(["", "x = ", "[", "grad: "]))
@@ -410,8 +418,8 @@ def test_last_digit_perturbation_fails(value, prefix):
     assume(digits)
     i = digits[-1]
     perturbed = printed[:i] + str((int(printed[i]) + 1) % 10) + printed[i + 1:]
-    assert ex.compare(prefix + perturbed, prefix + printed) is not None
-    assert ex.compare(prefix + printed, prefix + printed) is None
+    assert comparison.compare(prefix + perturbed, prefix + printed) is not None
+    assert comparison.compare(prefix + printed, prefix + printed) is None
 
 
 @settings(max_examples=50)
@@ -420,10 +428,10 @@ def test_last_digit_perturbation_fails(value, prefix):
 def test_rewrite_round_trips(text, first_indented):
     body = ("  " if first_indented else "") + text + "\nsecond line 1.5\n"
     chapter_text = FRONT + "\n" + cell("print(1)") + "\ntext\n"
-    chapter = ex.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
-    new = ex.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
-    again = ex.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
-    assert again.cells[0].expect == ex.canonical_expectation(body)
+    chapter = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
+    new = rewrite.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
+    again = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
+    assert again.cells[0].expect == comparison.canonical_expectation(body)
 
 
 def test_raises_exception_tag_checks_the_error_as_text():
@@ -431,19 +439,19 @@ def test_raises_exception_tag_checks_the_error_as_text():
     outputs = [{"output_type": "stream", "name": "stdout", "text": "before\n"},
                {"output_type": "error", "ename": "ValueError", "evalue": "shapes (3,) and (2,)",
                 "traceback": ["\x1b[0;31mValueError\x1b[0m: shapes (3,) and (2,)"]}]
-    tagged = ex.CodeCell(0, 7, "", {"tags": ["raises-exception"],
+    tagged = cells.CodeCell(0, 7, "", {"tags": ["raises-exception"],
                                     "expect": "before\nValueError: shapes (3,) and (2,)\n"})
-    assert ex.check_cell(tagged, ex.cell_output(outputs)) == []
-    plain = ex.CodeCell(0, 7, "", {"expect": "before\n"})
-    [failure] = ex.check_cell(plain, ex.cell_output(outputs))
+    assert checks.check_cell(tagged, checks.cell_output(outputs)) == []
+    plain = cells.CodeCell(0, 7, "", {"expect": "before\n"})
+    [failure] = checks.check_cell(plain, checks.cell_output(outputs))
     assert failure.what == "cell raised ValueError: shapes (3,) and (2,)"
     assert "\x1b" not in failure.detail
 
 
 def test_non_text_expect_is_rejected():
-    cell_ = ex.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
-    output = ex.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
-    [failure] = ex.check_cell(cell_, output)
+    cell_ = cells.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
+    output = checks.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
+    [failure] = checks.check_cell(cell_, output)
     assert "reads as YAML float 1.0" in failure.what and failure.kind == "differs"
 
 
@@ -452,11 +460,11 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
         "```{code-cell} ipython3\n---\n  tags: [a]\n  expect: 2\n  timeout: 5\n---\nprint(1)\n```\n"
         "\n```{code-cell} ipython3\n---\ntags: [b]\n---\nx = 1\n```\n"
     )
-    chapter = ex.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
+    chapter = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
     first, second = (code.line for code in chapter.cells)
-    new = ex.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
+    new = rewrite.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
     assert new == text.replace("  expect: 2\n", "  expect: |\n    1\n")
-    again = ex.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
+    again = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
     assert again.cells[0].options == {"tags": ["a"], "expect": "1\n", "timeout": 5}
 
 
@@ -466,11 +474,11 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
 def test_tokenize_finds_every_printed_number(value, number_format, template):
     printed = number_format.format(value)
     assume(not printed.endswith("..") and "inf." not in printed and "nan." not in printed)
-    texts, numbers = ex.tokenize(template.format(printed))
+    texts, numbers = comparison.tokenize(template.format(printed))
     assert printed in numbers
     parsed = float(numbers[numbers.index(printed)])
     assert parsed == float(printed) or (np.isnan(parsed) and np.isnan(value))
-    assert "".join(t + n for t, n in zip(texts, numbers + [""])) == ex.normalize(
+    assert "".join(t + n for t, n in zip(texts, numbers + [""])) == comparison.normalize(
         template.format(printed))
 
 
@@ -488,13 +496,13 @@ def test_every_text_a_cell_shows_is_checked():
                         "text/plain": "<IPython.core.display.HTML object>"}),
                display({"text/plain": "plain 7"}),
                display({"image/png": "iVBOR", "text/plain": "<Figure size 640x480 with 1 Axes>"})]
-    output = ex.cell_output(outputs)
+    output = checks.cell_output(outputs)
     assert output.text == "first\n| a | b |\n|---|---|\n| 1 | 2.5 |\nx <3\nplain 7\n"
-    assert ex.check_cell(ex.CodeCell(0, 3, "", {"expect": output.text}), output) == []
-    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {}), output)
+    assert checks.check_cell(cells.CodeCell(0, 3, "", {"expect": output.text}), output) == []
+    [failure] = checks.check_cell(cells.CodeCell(0, 3, "", {}), output)
     assert failure.kind == "missing"
     wrong = output.text.replace("2.5", "2.6")
-    [failure] = ex.check_cell(ex.CodeCell(0, 3, "", {"expect": wrong}), output)
+    [failure] = checks.check_cell(cells.CodeCell(0, 3, "", {"expect": wrong}), output)
     assert failure.kind == "differs"
-    figure = ex.cell_output(outputs[-1:])
+    figure = checks.cell_output(outputs[-1:])
     assert figure.text == "" and not figure.has_text

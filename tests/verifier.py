@@ -8,16 +8,15 @@
 Outputs come from the build's own execution cache (`<build>/.jupyter_cache`, in
 $BOOK_BUILD_DIR or <repo>/_build), where a chapter's outputs are kept with the
 engine snapshot they ran on: a hit is literally what the site shows. A hit counts
-only if this verifier ran it, in the numerical environment it is in now (OpenBLAS
-core, NumPy SIMD groups: `verified-numerics.json` beside the cache); a run the
-build stored, as in a fresh CI clone after the browser tests' build, runs again
-here once. On a miss
-the chapter runs here exactly as the build runs it (book/_ext/engine_cache.py:
+only if it was made in the numerical environment this process is in (OpenBLAS core,
+NumPy SIMD groups and version, stored with every run), whether the build or the
+verifier ran it. On a miss
+the chapter runs here through the build's own executor (book/_ext/execution.py:
 one kernel on the chapter's snapshot, cell by cell, in the chapter's folder, each
 cell under its `timeout:` or `execute: timeout:`; a cell that raises does not
 stop the others, a timeout does), and is stored, so the next `jupyter-book
 build` reuses it ("Using cached notebook") instead of running it.
-The comparison rules live in book/_ext/expectations.py.
+The comparison rules live in book/_ext/comparison.py and checks.py.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import functools
 import json
 import os
 import sys
@@ -33,87 +31,51 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
+if __name__ == "__main__":  # run as a script: the book's modules, where pytest's pythonpath has them
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
+import book_config  # noqa: E402
+import cells  # noqa: E402
+import checks  # noqa: E402
+import comparison  # noqa: E402
 import engine_cache  # noqa: E402
-import expectations as ex  # noqa: E402
+import execution  # noqa: E402
+import rewrite as rewriter  # noqa: E402
 
 
 def build_dir(root=ROOT) -> Path:
     return Path(os.environ.get("BOOK_BUILD_DIR") or Path(root) / "_build")
 
 
-open_cache = engine_cache.open_cache  # the cache the build reads
-
-
 # -- the numerical environment a cached run belongs to ------------------------------------
 #
 # The build's cache key says what a chapter ran on (its cells, its engine snapshot, its
 # data files), not where: OpenBLAS's kernel family and NumPy's SIMD groups change the
-# last bits of the numbers. The verifier trusts a cached run only if it ran that run
-# itself in the environment it is in now; it keeps, next to the cache, which record it
-# verified under which environment. A run the build stored (no such entry: a fresh CI
-# clone, or a `jupyter-book build` before the tests) is executed again here once.
-
-NUMERICS_FILE = "verified-numerics.json"
+# last bits of the numbers. Every stored run, the build's or the verifier's, carries the
+# numbers of the machine that made it (execution.numerics); the verifier trusts a cached
+# run only if they are the numbers it would make now.
 
 
-@functools.lru_cache(maxsize=None)
-def numerical_environment() -> str:
-    """This process's numbers: OpenBLAS core, NumPy SIMD groups, NumPy version (one line)."""
-    import numpy
-    import numerics
-
-    got = numerics.probe({})
-    return json.dumps({**got, "numpy": numpy.__version__}, sort_keys=True)
-
-
-def _numerics_path(build) -> Path:
-    return engine_cache.cache_dir(build) / NUMERICS_FILE
-
-
-def _verified(build) -> dict:
-    try:
-        return json.loads(_numerics_path(build).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _record_id(record) -> str:
-    """One stored run: SQLite may give a later record the number of a deleted one."""
-    return f"{record.pk} {record.created.isoformat()}"
-
-
-def trusted(chapter, record, build) -> bool:
-    """The cached `record` was verified here, in this numerical environment."""
-    entry = _verified(build).get(str(chapter.path))
-    return entry == {"record": _record_id(record), "numerics": numerical_environment()}
-
-
-def mark_verified(chapter, record, build):
-    verified = _verified(build)
-    verified[str(chapter.path)] = {"record": _record_id(record),
-                                   "numerics": numerical_environment()}
-    path = _numerics_path(build)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(verified, indent=1, sort_keys=True))
+def trusted(record) -> bool:
+    """The cached run was made with this process's numbers, by the build or the verifier."""
+    return (record.data or {}).get(engine_cache.NUMERICS) == execution.numerics()
 
 
 @dataclasses.dataclass
 class Result:
-    chapter: ex.Chapter
+    chapter: cells.Chapter
     root: Path
     source: str = ""  # "cache" or "executed"
     seconds: float = 0.0  # execution wall time, this run
     cell_seconds: dict = dataclasses.field(default_factory=dict)  # fence line -> seconds
-    failures: list = dataclasses.field(default_factory=list)  # ex.Failure
+    failures: list = dataclasses.field(default_factory=list)  # checks.Failure
     stored: bool = False  # the executed notebook went into the build's cache
     rewritten: list = dataclasses.field(default_factory=list)  # fence lines updated
     executed_nb: object = None
 
     @property
     def name(self):
-        return ex.display_path(self.chapter.path, self.root)
+        return book_config.display_path(self.chapter.path, self.root)
 
     @property
     def ok(self):
@@ -137,17 +99,15 @@ class Result:
         if any(f.kind in ("differs", "missing", "unexpected") for f in self.failures):
             parts.append(
                 "If the new numbers are right: pytest --update-expect "
-                f"(or python tests/verifier.py --update {ex.slug(self.chapter.path, self.root)})"
+                f"(or python tests/verifier.py --update {book_config.slug(self.chapter.path, self.root)})"
             )
         return "\n".join(parts)
 
 
-# -- execution: book/_ext/engine_cache.py, shared with the build ------------------------
-
-execute = engine_cache.execute
+# -- execution: book/_ext/execution.py, shared with the build ----------------------------
 
 
-def restore_under(new_chapter: ex.Chapter, executed_nb):
+def restore_under(new_chapter: cells.Chapter, executed_nb):
     """The notebook the build would have cached for `new_chapter`: its cells, these outputs.
 
     Only cell metadata (the expect: options) differ between the two readings, so
@@ -183,23 +143,23 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     path = Path(path).resolve()
     build = Path(build) if build is not None else build_dir(root)
     try:
-        chapter = ex.read_chapter(path, root)
-    except ex.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
-        chapter = ex.Chapter(path, path.read_text(encoding="utf8"), None, [])
-        return Result(chapter, root, failures=[ex.Failure(error.line, error.what)])
+        chapter = cells.read_chapter(path, root)
+    except cells.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
+        chapter = cells.Chapter(path, path.read_text(encoding="utf8"), None, [])
+        return Result(chapter, root, failures=[checks.Failure(error.line, error.what)])
     result = Result(chapter, root)
 
     executed = None
     if use_cache:
         executed, record = engine_cache.cached(chapter, build, root)
-        if executed is not None and not trusted(chapter, record, build):
-            executed = None  # stored by the build, or in another numerical environment
+        if executed is not None and not trusted(record):
+            executed = None  # made in another numerical environment
         if executed is not None:
             result.source = "cache"
             result.seconds = record.data.get("execution_seconds") or 0.0
     run_failures = []
     if executed is None:
-        executed, result.cell_seconds, run_failures, result.seconds = execute(
+        executed, result.cell_seconds, run_failures, result.seconds = execution.execute(
             chapter, root, build, env=env
         )
         result.source = "executed"
@@ -212,23 +172,21 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
         cell = by_index.get(index)
         if cell is None:
             continue
-        output = ex.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
+        output = checks.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
         if cell.line in timed_out:
             failures.extend(f for f in run_failures if f.line == cell.line)
             break
-        failures.extend(ex.check_cell(cell, output))
+        failures.extend(checks.check_cell(cell, output))
     failures.extend(f for f in run_failures if f.line not in timed_out)
     if not run_failures:  # every cell ran: each glued value the prose shows is there
-        glued = ex.glued_values(executed.cells)
-        failures.extend(ex.check_glue(chapter.text, chapter.cells, glued, root))
+        glued = checks.glued_values(executed.cells)
+        failures.extend(checks.check_glue(chapter.text, chapter.cells, glued, root))
     result.failures = failures
 
     if result.source == "executed" and env is None:  # what the build would have stored
-        record = engine_cache.store(chapter, executed, build, result.seconds, root,
-                                    failed=bool(run_failures))
+        engine_cache.store(chapter, executed, build, result.seconds, root,
+                           failed=bool(run_failures))
         result.stored = not run_failures  # a run cut short runs again next time
-        if result.stored:
-            mark_verified(chapter, record, build)
 
     if update:
         rewrite(result, build)
@@ -243,21 +201,20 @@ def rewrite(result: Result, build):
         if failure.kind not in ("differs", "missing", "unexpected"):
             continue
         cell = next(c for c in result.chapter.cells if c.line == failure.line)
-        output = ex.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
+        output = checks.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
         new = output.text if output.text.strip() else None
         if new is not None and isinstance(cell.expect, str):
-            new = ex.carry_marks(cell.expect, new)  # keep the author's `~` on noisy numbers
+            new = comparison.carry_marks(cell.expect, new)  # keep the author's `~` on noisy numbers
         updates[cell.line] = new
     if not updates:
         return
     chapter = result.chapter
-    new_text = ex.updated_text(chapter, updates, result.root)
+    new_text = rewriter.updated_text(chapter, updates, result.root)
     chapter.path.write_text(new_text, encoding="utf8")
-    new_chapter = ex.read_chapter(chapter.path, result.root)
+    new_chapter = cells.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":
         nb = restore_under(new_chapter, result.executed_nb)
-        record = engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
-        mark_verified(new_chapter, record, build)
+        engine_cache.store(new_chapter, nb, build, result.seconds, result.root)
     result.rewritten = sorted(updates)
     result.failures = [f for f in result.failures if f.line not in updates]
     result.chapter = new_chapter
@@ -273,29 +230,33 @@ def find_chapters(names, root=ROOT):
     `_toc.yml` above it). A page that exists but is not in its book's `_toc.yml` is
     refused: the build leaves it out, so checking it would pass a page nobody sees.
     """
-    chapters = ex.chapter_paths(root)
+    chapters = book_config.chapter_paths(root)
     if not names:
         return [(path, root) for path in chapters]
     picked = []
     for name in names:
         matches = [
-            p for p in chapters if name in (ex.slug(p, root), str(p), ex.display_path(p, root))
+            p for p in chapters if name in (book_config.slug(p, root), str(p), book_config.display_path(p, root))
         ]
         if matches:
             picked.extend((path, root) for path in matches)
             continue
         candidates = [Path(name), Path(root) / "book" / f"{name}.md"]
         path = next((c.resolve() for c in candidates if c.is_file()), None)
-        home = ex.book_root(path) if path is not None else None
+        home = book_config.book_root(path) if path is not None else None
         if path is not None and home is not None:
-            if path in ex.chapter_paths(home):
+            if path in book_config.chapter_paths(home):
                 picked.append((path, home))
                 continue
+            shown = book_config.display_path(path, home)
+            if path.relative_to(home).with_suffix("").as_posix() in book_config.toc_docnames(home):
+                raise SystemExit(f"{shown}: not a notebook (no kernelspec in its front matter), "
+                                 "so it has no code cells to verify")
             raise SystemExit(
-                f"{ex.display_path(path, home)}: not in {ex.display_path(home / '_toc.yml')}, "
+                f"{shown}: not in {book_config.display_path(home / '_toc.yml')}, "
                 "so the book leaves it out and the chapter tests never run it: list it there"
             )
-        known = ", ".join(ex.slug(p, root) for p in chapters)
+        known = ", ".join(book_config.slug(p, root) for p in chapters)
         raise SystemExit(f"no chapter {name!r} in _toc.yml (chapters: {known})")
     return picked
 

@@ -1,33 +1,33 @@
-"""Each chapter runs on the engine as of that chapter; its cached outputs are keyed on it.
+"""The build's execution cache: every chapter's outputs, keyed on what they ran on.
 
 jupyter-cache keys a notebook on its code cells alone. So this extension runs every
-chapter itself, before myst-nb reads it: in a kernel whose `engine` is the chapter's
-snapshot (book/_ext/snapshots.py; PYTHONPATH names `<build>/snapshots/<chapter>-<hash>`),
-cell by cell, each cell under its own `timeout:` (default `execute: timeout`). The
-executed notebook goes into the build's cache (`<build>/.jupyter_cache`) with the key
-of what it ran on: the snapshot's hash, the pinned requirements and the page's data
-files. myst-nb then finds it there ("Using cached notebook") and never executes.
+chapter itself (execution.execute, the one executor the verifier uses too), before
+myst-nb reads it, and stores the executed notebook in the build's cache
+(`<build>/.jupyter_cache`) with the key of what it ran on: the snapshot's hash, the
+pinned requirements and the page's data files, and the numbers of the machine
+(`execution.numerics`). myst-nb then finds it there ("Using cached notebook") and
+never executes anything itself.
 
 A chapter whose key changed is read again. An edit of a later chapter's lines of the
 engine changes no earlier snapshot, so the earlier chapters stay cached. A book whose
 engine has no chapter markers for its `_toc.yml` (a throwaway test book) runs on the
 installed engine, keyed on every file under `engine/`.
-
-The chapter verifier (tests/verifier.py) runs chapters with the same functions, and
-with `env` (a numerical environment of tests/numerics.py) never stores what it ran.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import copy
 import hashlib
 import os
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+import snapshots
+from book_config import ROOT, data_files, is_notebook
+from cells import read_chapter
+import execution
+from execution import snapshot_of
+
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
+NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics)
 
 
 def cache_dir(build_dir) -> Path:
@@ -52,41 +52,8 @@ def _hash_files(paths, root) -> str:
     return digest.hexdigest()[:16]
 
 
-def snapshot_of(path, root=ROOT):
-    """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
-    import snapshots
-
-    chapter = Path(path).stem
-    if not (Path(root) / "engine" / "__init__.py").is_file():
-        return None
-    try:
-        if chapter not in snapshots.chapter_order(root):
-            return None
-        snapshots.engine_lines(root)  # the markers must name pages of this book
-    except (snapshots.MarkerError, OSError, KeyError):
-        return None
-    return chapter
-
-
-def data_files(path, text=None) -> list[Path]:
-    """The files a page's front matter says it reads (`data_files:`), relative to it."""
-    import yaml
-
-    text = Path(path).read_text(encoding="utf8") if text is None else text
-    front = text.split("\n---", 1)[0].lstrip("-\n") if text.startswith("---") else ""
-    try:
-        meta = yaml.safe_load(front) or {}
-    except yaml.YAMLError:
-        return []
-    files = meta.get("data_files") or [] if isinstance(meta, dict) else []
-    files = [files] if isinstance(files, str) else files
-    return [(Path(path).parent / str(name)).resolve() for name in files]
-
-
 def run_key(path, root=ROOT) -> str:
     """What the outputs of the page at `path` depend on besides its cells."""
-    import snapshots
-
     root = Path(root).resolve()
     chapter = snapshot_of(path, root)
     if chapter is not None:
@@ -99,150 +66,74 @@ def run_key(path, root=ROOT) -> str:
     return f"{engine}/{extra}"
 
 
-def kernel_env(path, build_dir, root=ROOT) -> dict:
-    """Variables that make `import engine` in the page's kernel the page's snapshot."""
-    import snapshots
-
-    chapter = snapshot_of(path, root)
-    if chapter is None:
-        return {}
-    folder = snapshots.snapshot_folder(chapter, build_dir, root)
-    return {"PYTHONPATH": os.pathsep.join(
-        p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
+# -- the cache ----------------------------------------------------------------------------
 
 
-# -- running a chapter -------------------------------------------------------------------
-
-
-def default_timeout(root=ROOT):
-    import expectations as ex
-
-    return ex.default_timeout(root)
-
-
-def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
-    """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
-
-    The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
-    (executed notebook, {fence line: seconds}, failures, total seconds), where
-    failures holds timeouts and kernel deaths only (errors are outputs, checked with
-    the rest); a cell that timed out gets an error output saying so.
-    """
-    import expectations as ex
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from nbformat.v4 import new_output
-
-    build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
-    nb = copy.deepcopy(chapter.nb)
-    timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
-    # a chapter may override the timeout in its front matter, as myst-nb allows
-    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
-    timeout = nb.metadata.get("execution", {}).get("timeout", timeout)
-    timeout = None if timeout is None or timeout < 0 else timeout
-
-    def timeout_of(cell):
-        value = cell.metadata.get("timeout", timeout)
-        return None if value is None or value < 0 else value
-
-    client = NotebookClient(
-        nb, timeout=timeout, allow_errors=True,
-        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
-        coalesce_streams=True,  # one stream output per name, however the kernel cut it
-        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
-        resources={"metadata": {"path": str(chapter.path.parent)}},
-    )
-    client.timeout_func = timeout_of
-    variables = {**kernel_env(chapter.path, build_dir, root), **(env or {})}
-    lines = {cell.index: cell.line for cell in chapter.cells}
-    seconds, failures = {}, []
-    start = time.perf_counter()
-    client.reset_execution_trackers()
-    with client.setup_kernel(env={**os.environ, **variables}):
-        info = client.wait_for_reply(client.kc.kernel_info())
-        if info is not None and "language_info" in info["content"]:
-            nb.metadata["language_info"] = info["content"]["language_info"]
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
-            t0 = time.perf_counter()
-            try:
-                client.execute_cell(cell, index)
-            except CellTimeoutError:
-                what = (f"cell timed out after {timeout_of(cell)} s (set `timeout:` in its "
-                        "options if it needs longer); later cells not run")
-                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
-                                               traceback=[f"CellTimeoutError: {what}"]))
-                failures.append(ex.Failure(lines[index], what))
-                seconds[lines[index]] = time.perf_counter() - t0
-                break
-            except DeadKernelError as error:
-                failures.append(ex.Failure(lines[index], f"kernel died: {error}"))
-                break
-            seconds[lines[index]] = time.perf_counter() - t0
-        client.set_widgets_metadata()
-    return nb, seconds, failures, time.perf_counter() - start
-
-
-def cached(chapter, build_dir, root=ROOT):
+def cached(chapter, build_dir, root=ROOT, any_run=False):
     """(executed notebook, record) from the cache if it was run on what the page needs now,
     and ran to the end (a run cut short by a timeout is stored, for myst-nb to show, but
-    runs again next time)."""
+    runs again next time). With `any_run`, whatever record myst-nb would show (it matches
+    on the cells alone)."""
     cache = open_cache(build_dir)
     try:
         record = cache.match_cache_notebook(chapter.nb)
     except KeyError:
         return None, None
-    if (record.data or {}).get(KEY) != run_key(chapter.path, root):
+    if not any_run and (record.data or {}).get(KEY) != run_key(chapter.path, root):
         return None, None
     _, nb = cache.merge_match_into_notebook(chapter.nb)
+    nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
     return nb, record
 
 
+def executed_notebook(path, build_dir, root=ROOT):
+    """(notebook, glue data, run seconds) with the outputs the build shows for the page at
+    `path`, or (None, {}, None).
+
+    They come from the execution cache, as myst-nb merges them. On a cache hit myst-nb
+    1.4 writes the UNexecuted notebook to `<build>/jupyter_execute/` (it merges the
+    outputs into a copy), so that file is read only for a page that runs outside the
+    cache (`execution_mode: force`) or that the cache lacks (its options do not read, so
+    myst-nb ran a repaired copy); then myst-nb has moved the glued values of
+    `display=False` into `<docname>.glue.json`, returned by name.
+    """
+    import json
+
+    import nbformat
+    from cells import ChapterError
+
+    path, root = Path(path).resolve(), Path(root).resolve()
+    try:
+        chapter = read_chapter(path, root)
+    except (ChapterError, ValueError):
+        chapter = None
+    if chapter is not None and (chapter.nb.metadata.get("mystnb") or {}).get(
+            "execution_mode") not in ("force", "inline"):
+        nb, record = cached(chapter, build_dir, root, any_run=True)
+        if nb is not None:  # a run's seconds count when it ran on what the page needs now
+            data = record.data or {}
+            return nb, {}, (data.get("execution_seconds")
+                            if data.get(KEY) == run_key(path, root) else None)
+    written = Path(build_dir) / "jupyter_execute" / path.relative_to(root).with_suffix(".ipynb")
+    if not written.exists():
+        return None, {}, None
+    nb = nbformat.read(written, as_version=4)
+    if chapter is not None:
+        nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
+    glue = written.with_name(written.stem + ".glue.json")
+    return nb, json.loads(glue.read_text()) if glue.exists() else {}, None
+
+
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
-    """Cache an executed notebook as myst-nb would, with the key of what it ran on."""
+    """Cache an executed notebook as myst-nb would, with the key of what it ran on and
+    the numbers it was made with here."""
     from jupyter_cache.base import CacheBundleIn
 
     key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
-    data = {"execution_seconds": seconds, KEY: key}
+    data = {"execution_seconds": seconds, KEY: key, NUMERICS: execution.numerics()}
     return open_cache(build_dir).cache_notebook_bundle(
         CacheBundleIn(executed, str(chapter.path), data=data),
         check_validity=False, overwrite=True)
-
-
-def run_problems(chapter, executed, failures):
-    """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
-    that raised without being tagged `raises-exception` (as myst-nb's own execution does
-    with `allow_errors: false`)."""
-    import expectations as ex
-
-    problems = [(f.line, f.what) for f in failures]
-    stopped = {line for line, _ in problems}
-    for cell in chapter.cells:
-        if cell.raises or cell.line in stopped:
-            continue
-        output = ex.cell_output(executed.cells[cell.index].get("outputs", []))
-        if output.error is not None:
-            problems.append((cell.line, "cell raised " + (
-                output.error_line or output.error.strip().splitlines()[-1])))
-    return problems
-
-
-def _execute_in_worker(path, root, build_dir, env):
-    """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
-    import expectations as ex
-    import nbformat
-
-    chapter = ex.read_chapter(path, root)
-    executed, _, failures, seconds = execute(chapter, root, build_dir, env)
-    return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
-
-
-def _worker_path(folder):
-    import sys
-
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
 
 
 # -- Sphinx ---------------------------------------------------------------------------
@@ -255,17 +146,42 @@ def _build_dir(app) -> Path:
     return Path(app.outdir).parent  # jupyter-book writes html to <build>/html
 
 
+def per_build(app, name, docname, make):
+    """`make(app, docname)`, made once per build and kept for the rest of it."""
+    made = app.__dict__.setdefault(f"_engine_{name}", {})
+    if docname not in made:
+        made[docname] = make(app, docname)
+    return made[docname]
+
+
+def _shown(app, docname):
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    nb, glue, seconds = executed_notebook(app.env.doc2path(docname), _build_dir(app),
+                                          app.srcdir)
+    for index, cell in enumerate(nb.cells if nb is not None else []):
+        if cell.cell_type == "code":  # as myst-nb does: `display=False` values leave the cell
+            for key, output in extract_glue_data_cell(cell):
+                output.setdefault("metadata", {})["engine_cell_index"] = index
+                glue[key] = output
+    return nb, glue, seconds
+
+
+def shown_notebook(app, docname):
+    """(notebook, glue by name, run seconds) of the page as the build shows it, read once
+    per build (the checks, the report and the downloads all read it)."""
+    return per_build(app, "shown", docname, _shown)
+
+
 def _set_cache_path(app, config):
     config.nb_execution_cache_path = str(cache_dir(_build_dir(app)))
 
 
 def _notebook_paths(app):
-    import expectations as ex
-
     paths = {}
     for docname in app.env.found_docs:
         path = Path(app.env.doc2path(docname))
-        if path.suffix == ".md" and ex.is_notebook(path.read_text(encoding="utf8")):
+        if path.suffix == ".md" and is_notebook(path.read_text(encoding="utf8")):
             paths[docname] = path
     return paths
 
@@ -280,7 +196,7 @@ def _outdated(app, env, added, changed, removed):
 
 def _run_chapters(app, env, docnames):
     """Before myst-nb reads them: run the chapters to be read whose outputs are not cached."""
-    import expectations as ex
+    from cells import ChapterError, repaired
     from sphinx.util import logging
 
     logger = logging.getLogger(__name__)
@@ -294,18 +210,21 @@ def _run_chapters(app, env, docnames):
     for docname in sorted(docnames):
         if docname not in paths:
             continue
-        try:
-            chapter = ex.read_chapter(paths[docname], root)
-        except (ex.ChapterError, ValueError):
-            continue  # options that do not read: notebooks.py warns at their line
+        try:  # options that do not read: build_checks.py warns, myst-nb reads them repaired
+            text = repaired(paths[docname].read_text(encoding="utf8"), root)[0]
+            chapter = read_chapter(paths[docname], root, text=text)
+        except (ChapterError, ValueError):
+            continue
         keys[docname] = run_key(paths[docname], root)
         if cached(chapter, build, root)[0] is None:
             to_run.append((docname, chapter))
     if not to_run:
         return
+    import concurrent.futures
     import multiprocessing
 
     import nbformat
+    from execution import execute_in_worker
 
     workers = min(len(to_run), max(1, min(os.cpu_count() or 1, 2)))
     # two kernels on two cores: one BLAS thread each, or OpenBLAS's threads spin against
@@ -315,10 +234,9 @@ def _run_chapters(app, env, docnames):
     # one process per kernel client: jupyter_client's sockets are not for sharing threads
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_worker_path,
-            initargs=(str(Path(__file__).resolve().parent),)) as pool:
-        runs = {pool.submit(_execute_in_worker, str(chapter.path), str(root), str(build), env):
-                (docname, chapter) for docname, chapter in to_run}
+            workers, mp_context=context) as pool:  # a spawned worker gets this sys.path
+        runs = {pool.submit(execute_in_worker, str(chapter.path), chapter.text, str(root),
+                            str(build), env): (docname, chapter) for docname, chapter in to_run}
         warned = app.__dict__.setdefault(WARNED, set())
         for future in concurrent.futures.as_completed(runs):
             docname, chapter = runs[future]

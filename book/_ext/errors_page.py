@@ -1,4 +1,4 @@
-"""The page "Errors you may meet", written at build time from tests/error_cases.py.
+"""The page "Errors you may meet", written at build time from book/error_cases.py.
 
 `book/errors.md` holds the page's prose and one ```{errors-you-may-meet}```
 block. When Sphinx reads the page, this extension replaces that block with
@@ -24,8 +24,9 @@ ENV_KEY = "engine_errors_docs"
 
 
 def load_cases(root):
-    """The module tests/error_cases.py (imported by path: tests/ is not a package)."""
-    path = Path(root) / "tests" / "error_cases.py"
+    """The module book/error_cases.py, beside the page it fills (tests/test_errors.py
+    imports it too)."""
+    path = Path(root) / "book" / "error_cases.py"
     spec = importlib.util.spec_from_file_location("error_cases", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["error_cases"] = module

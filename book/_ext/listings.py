@@ -21,8 +21,6 @@ and the test that every line a chapter introduces is shown in that chapter
 from __future__ import annotations
 
 import dataclasses
-import re
-import textwrap
 from pathlib import Path
 
 import snapshots
@@ -203,32 +201,13 @@ def setup(app):
 # -- which lines a chapter's listings show --------------------------------------------
 
 
-def listings_in(text: str, root=ROOT, first_line: int = 1):
-    """[(line, file, options)] of every `{listing}` in a chapter's text, nested ones too."""
-    import expectations as ex
-    import yaml
+def listings_in(text: str, root=ROOT):
+    """[(line, file, options)] of every `{listing}` in a chapter's text, nested ones too,
+    its options read as the directive reads them."""
+    from cells import fences
 
-    found = []
-    for token in ex._markdown_parser(Path(root).resolve()).parse(text):
-        if token.type not in ("fence", "colon_fence") or not token.map:
-            continue
-        match = re.match(r"\{([^}]+)\}\s*(.*)", token.info.strip())
-        if not match:
-            continue
-        line = first_line + token.map[0]
-        if match.group(1) == "listing":
-            options = {}
-            for option in token.content.splitlines():
-                pair = re.match(r"^\s*:([\w-]+):\s*(.*)$", option)
-                if not pair:
-                    break
-                value = yaml.safe_load(pair.group(2)) if pair.group(2) else None
-                options[pair.group(1)] = "" if value is None else str(value)
-            found.append((line, match.group(2).strip(), options))
-        elif match.group(1) not in ex.NOT_PROSE:
-            body, skipped = ex._directive_body(token.content)
-            found += listings_in(body, root, line + 1 + skipped)
-    return found
+    return [(fence.line, fence.arg, fence.parse(_directive())[0])
+            for fence in fences(text, root) if fence.name == "listing"]
 
 
 def unshown_lines(chapter: str, text: str, root=ROOT):
@@ -274,5 +253,4 @@ def main(argv=None):
 if __name__ == "__main__":
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     sys.exit(main())

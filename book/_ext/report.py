@@ -1,20 +1,7 @@
-"""The execution report, and a build that fails on any unverified chapter.
+"""The execution report: one row per chapter, from the outputs the site shows.
 
-* Every build checks every notebook page's EXECUTED outputs (the ones the site
-  shows: from the execution cache, see `notebooks.executed_notebook`) with the
-  verifier's own rules
-  (`expectations.check_cell`): a cell that prints without an `expect:`, or whose
-  output differs from it, wrote to stderr or raised, is a warning located at
-  `book/<chapter>.md:<line>` of its ```{code-cell}``` fence. Warnings are errors in
-  the book's build (`-W`), so an unverified chapter fails it.
-  The check runs at `env-updated`, which Sphinx emits on every build, even one
-  that re-reads nothing, so an unchanged but unverified chapter fails the next
-  build too; what a chapter's check found is kept with the chapter's read time,
-  so such a rebuild does not open the notebooks again. The page holding the
-  report is re-read only when a chapter is (its numbers come from them): a
-  rebuild with nothing changed reads and writes nothing of this extension's.
-  A figure that reaches the page as its text repr (`<Figure size ...>`, no image)
-  is a warning at its cell as well.
+* The build's warnings for unverified outputs are build_checks.py's; this page
+  shows what they found, chapter by chapter.
 * ```{execution-report}``` renders one row per chapter: code cells (and how many
   the page shows, when some only draw a figure), verified outputs (cells with
   `expect:` that match, "n of m" when some do not), figures (of which interactive), run time, status, and the engine
@@ -26,91 +13,27 @@
   `verified`; `nothing printed` (no output to check); `fails the build: N
   unverified` (a build with --keep-going still writes the page, but exits with an
   error); `execution failed`.
-* A page that reads data files names them in its front matter, relative to the
-  page (`data_files: [data/benchmarks.json]`); the page is re-read, and so
-  re-executed if it also sets `mystnb: execution_mode: force`, whenever one of
-  them changes.
 """
 
 import ast
-import posixpath
-import re
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.addnodes import pending_xref
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-import expectations as ex
-from notebooks import executed_notebook
+from book_config import notebook_docnames
+from build_checks import failures
+from cells import code_cells
+from checks import is_player
+from engine_cache import shown_notebook
 
-LOGGER = logging.getLogger(__name__)
 ENV_KEY = "engine_report_docs"
-CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_chapters
-
-
-# -- reading a chapter's executed notebook ------------------------------------------------
-
-
-def code_cells(nb):
-    """expectations.CodeCell for every code cell, with its fence line in the .md."""
-    source_map = nb.metadata.get("source_map") or []
-    cells = []
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        line = source_map[index] if index < len(source_map) else 0
-        cells.append(ex.CodeCell(index, line, cell.source, dict(cell.metadata)))
-    return cells
-
-
-def failures(nb):
-    """[(CodeCell, Failure)] for every rule a cell's executed output breaks."""
-    found = []
-    for cell in code_cells(nb):
-        output = ex.cell_output(nb.cells[cell.index].get("outputs", []))
-        for failure in ex.check_cell(cell, output):
-            found.append((cell, failure))
-    return found
-
-
-_OBJECT_REPR = re.compile(r"^<(Figure size |matplotlib\.|[\w.]+ object at 0x)")
-
-
-def textless_figures(nb, glue):
-    """[(cell index or None, what)] for figures that reach the page as a repr, no image.
-
-    E.g. `<Figure size 800x260 with 2 Axes>` where the PNG should be: the figure
-    was displayed or glued after `matplotlib.use("Agg")` took IPython's image
-    formatter away. The verifier reads only stdout and results, so this is checked
-    here, on display outputs and glued values.
-    """
-    found = []
-    outputs = [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-               for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
-    outputs += [(o.get("metadata", {}).get("engine_cell_index"), o) for o in glue.values()]
-    for index, output in outputs:
-        data = output.get("data", {})
-        text = data.get("text/plain", "")
-        text = "".join(text) if isinstance(text, list) else text
-        if set(data) <= {"text/plain"} and _OBJECT_REPR.match(text.strip()):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            found.append((index, (f"glued value {name!r}" if name else "a displayed output")
-                          + f" shows only its text {text.strip()!r}, no image"))
-    return found
 
 
 def _is_image(data):
     return any(k.startswith("image/") for k in data)
-
-
-def _is_player(data):
-    html = data.get("text/html", "")
-    if isinstance(html, list):
-        html = "".join(html)
-    return 'class="animation"' in html or "engine-interactive" in html
 
 
 def figures(nb, glue):
@@ -118,8 +41,8 @@ def figures(nb, glue):
     bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
     bundles += [o.get("data", {}) for o in glue.values()]
-    shown = [b for b in bundles if _is_image(b) or _is_player(b)]
-    return len(shown), sum(1 for b in shown if _is_player(b))
+    shown = [b for b in bundles if _is_image(b) or is_player(b)]
+    return len(shown), sum(1 for b in shown if is_player(b))
 
 
 def _engine_exports(root):
@@ -165,28 +88,6 @@ def engine_modules(nb, root):
     return sorted(found)
 
 
-def executed_once(app, docname):
-    """`executed_notebook`, read once per build for the check and the table both."""
-    made = app.__dict__.setdefault("_engine_report_executed", {})
-    if docname not in made:
-        made[docname] = executed_notebook(app, docname)
-    return made[docname]
-
-
-def run_seconds(app, docname):
-    """Seconds the chapter's cached run took, as engine_cache measured and stored it."""
-    import engine_cache
-
-    try:
-        chapter = ex.read_chapter(Path(app.env.doc2path(docname)), Path(app.srcdir))
-    except (ex.ChapterError, ValueError):
-        return None
-    _, record = engine_cache.cached(chapter, engine_cache._build_dir(app), Path(app.srcdir))
-    if record is None:
-        return None
-    return (record.data or {}).get("execution_seconds")
-
-
 def status_of(row):
     """What the chapter's outputs mean for the build, in words."""
     if row["succeeded"] is False:
@@ -200,7 +101,7 @@ def status_of(row):
 
 def chapter_row(app, docname, root, exec_data=None):
     """The report's numbers for one chapter (None when it has no executed notebook)."""
-    nb, glue = executed_once(app, docname)
+    nb, glue, seconds = shown_notebook(app, docname)
     if nb is None:
         return None
     cells = code_cells(nb)
@@ -219,63 +120,13 @@ def chapter_row(app, docname, root, exec_data=None):
         "unverified": len(bad_lines),
         "figures": n_figures,
         "interactive": n_players,
-        "runtime": run_seconds(app, docname),
-        "method": exec_data.get("method"),
+        "runtime": seconds,
         "succeeded": exec_data.get("succeeded"),
         "modules": engine_modules(nb, root),
     }
 
 
 # -- Sphinx ------------------------------------------------------------------------
-
-
-def notebook_docnames(env):
-    return sorted(d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {}))
-
-
-def chapter_problems(app, docname):
-    """[(line, message, subtype)]: the warnings `check_chapters` gives for one chapter."""
-    nb, glue = executed_once(app, docname)
-    if nb is None:
-        return []
-    found = []
-    warned = app.__dict__.get("_engine_cache_warned", set())  # engine_cache ran it just now
-    for cell, failure in failures(nb):
-        if (docname, cell.line) in warned and failure.what.startswith(
-                ("cell raised", "cell timed out")):
-            continue
-        detail = f"\n{failure.detail}" if failure.detail else ""
-        found.append((cell.line, f"unverified output: {failure.what}{detail}", "unverified"))
-    text = Path(app.env.doc2path(docname)).read_text(encoding="utf8")
-    glued = {name: dict(output.get("data", {})) for name, output in glue.items()}
-    for failure in ex.check_glue(text, code_cells(nb), glued, Path(app.srcdir)):
-        found.append((failure.line, f"unchecked glue: {failure.what}", "glue"))
-    lines = {cell.index: cell.line for cell in code_cells(nb)}
-    for index, what in textless_figures(nb, glue):
-        found.append((lines.get(index), f"figure without an image: {what} (was matplotlib's "
-                      "backend switched, e.g. matplotlib.use(\"Agg\"), before it was shown?)",
-                      "figure"))
-    return found
-
-
-def check_chapters(app, env):
-    """Warn, at the cell's fence line, for every unverified output of every chapter.
-
-    A chapter's outputs change only when Sphinx reads it again (then myst-nb takes
-    them from the execution cache, or runs it) or when the engine, and so the cache
-    folder, changes; the problems found are kept in the environment under that key,
-    so a rebuild that reads nothing warns again without opening every notebook."""
-    memo = getattr(env, CHECK_KEY, None)
-    if memo is None:
-        memo = {}
-        setattr(env, CHECK_KEY, memo)
-    for docname in notebook_docnames(env):
-        key = (env.all_docs.get(docname), str(app.config.nb_execution_cache_path))
-        if docname not in memo or memo[docname][0] != key:
-            memo[docname] = (key, chapter_problems(app, docname))
-        for line, message, subtype in memo[docname][1]:
-            LOGGER.warning(message, location=(docname, line or None), type="engine",
-                           subtype=subtype)
 
 
 def reread_report(app, env, added, changed, removed):
@@ -288,36 +139,8 @@ def reread_report(app, env, added, changed, removed):
     return sorted(d for d in reports if d in env.found_docs and d not in removed)
 
 
-def front_matter(text):
-    """The YAML front matter of a page's source as a dict ({} without one)."""
-    import yaml
-
-    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", text, re.S)
-    if not match:
-        return {}
-    try:
-        data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def note_data_files(app, docname, source):
-    """Make a page depend on the data files its front matter names (`data_files:`)."""
-    files = front_matter(source[0]).get("data_files") or []
-    folder = Path(app.env.doc2path(docname)).parent
-    for name in [files] if isinstance(files, str) else files:
-        path = (folder / str(name)).resolve()
-        if not path.is_file():
-            LOGGER.warning(f"data file {name!r} (named in the front matter's data_files) "
-                           f"does not exist: {path}", location=(docname, 1), type="engine",
-                           subtype="data_files")
-        app.env.note_dependency(str(path))  # for the page being read: `docname`
-
-
 def purge(app, env, docname):
     getattr(env, ENV_KEY, set()).discard(docname)
-    getattr(env, CHECK_KEY, {}).pop(docname, None)
 
 
 def merge(app, env, docnames, other):
@@ -350,11 +173,9 @@ def _entry(*children):
 
 
 def _table(app, env, docname):
-    from notebooks import notebook_docnames as toc_ordered
-
     rows = []
     nb_metadata = getattr(env, "nb_metadata", {})
-    for chapter in toc_ordered(env):
+    for chapter in notebook_docnames(env):
         exec_data = nb_metadata.get(chapter, {}).get("exec_data") or {}
         row = chapter_row(app, chapter, Path(app.srcdir), exec_data)
         if row is not None:
@@ -423,12 +244,11 @@ class ReportTransform(SphinxPostTransform):
 
 
 def setup(app):
+    app.setup_extension("build_checks")  # the warnings for what the report shows
     app.add_node(report_node)
     app.add_directive("execution-report", ExecutionReport)
     app.add_post_transform(ReportTransform)
     app.connect("env-get-outdated", reread_report)
     app.connect("env-purge-doc", purge)
     app.connect("env-merge-info", merge)
-    app.connect("source-read", note_data_files)
-    app.connect("env-updated", check_chapters)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -60,16 +60,15 @@ class Line:
 
 
 @functools.lru_cache(maxsize=None)
-def _toc_order(toc_path: str, mtime: float) -> tuple:
-    from sphinx_external_toc.parsing import parse_toc_yaml
+def _toc_order(root: str, mtime: float) -> tuple:
+    from book_config import toc_docnames
 
-    return tuple(Path(docname).name for docname in parse_toc_yaml(toc_path))
+    return tuple(Path(docname).name for docname in toc_docnames(root))
 
 
 def chapter_order(root=ROOT) -> list[str]:
     """Every page of `_toc.yml` by its file name (`tensors`), in the book's order."""
-    toc = Path(root) / "_toc.yml"
-    return list(_toc_order(str(toc), toc.stat().st_mtime))
+    return list(_toc_order(str(root), (Path(root) / "_toc.yml").stat().st_mtime))
 
 
 def parse(text: str, path, order) -> list[Line]:

@@ -536,14 +536,15 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
         section["rebuild"] = statistics.median(rebuilds_seconds)
 
         sys.path.insert(0, str(copy / "book" / "_ext"))
-        import engine_cache
-        import expectations as ex
+        import book_config
+        import cells
+        import execution
 
         chapters = []
         env = build_env(copy)
         env["MPLBACKEND"] = "Agg"
-        for path in ex.chapter_paths(copy):
-            chapter = ex.read_chapter(path, copy)
+        for path in book_config.chapter_paths(copy):
+            chapter = cells.read_chapter(path, copy)
             script = folder / f"{path.stem}.py"
             script.write_text(chapter_script(chapter))
             print(f"  {path.stem} as a plain script ...", flush=True)
@@ -551,7 +552,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
             for _ in range(script_repeats):
                 start = time.perf_counter()
                 # on the engine as of the chapter, as in the build
-                chapter_env = {**env, **engine_cache.kernel_env(path, copy / "_build", copy)}
+                chapter_env = {**env, **execution.kernel_env(path, copy / "_build", copy)}
                 result = subprocess.run([sys.executable, str(script)], cwd=path.parent,
                                         env=chapter_env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)

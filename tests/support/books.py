@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from book_config import chapter_paths, toc_docnames  # noqa: F401  (site_pages imports toc_docnames from here)
+from comparison import strip_ansi
 
-import expectations  # noqa: E402  (book/_ext: the book's own ANSI stripper and chapter list)
+ROOT = Path(__file__).resolve().parents[2]
 
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 BUILD_COMMAND = ["jupyter-book", "build", ".", "-W", "-n", "--keep-going"]  # the README's
@@ -31,9 +31,6 @@ kernelspec:
   name: python3
 ---
 """
-
-strip_ansi = expectations.strip_ansi
-
 
 def make_book(root, config, chapters, intro="# Intro\n\nA throwaway book.\n", pages=None):
     """A book at `root`: `_config.yml`, `book/intro.md`, and one page per chapter
@@ -80,15 +77,8 @@ def fence_of(text_or_path, needle):
     return max(i for i in range(at + 1) if lines[i].startswith("```{code-cell}")) + 1
 
 
-def toc_docnames(root=ROOT):
-    """Every page of the book, in table-of-contents order."""
-    from sphinx_external_toc.parsing import parse_toc_yaml
-
-    return list(parse_toc_yaml(str(Path(root) / "_toc.yml")))
-
-
 def chapter_docnames(root=ROOT):
     """The pages that are notebooks (a kernelspec in their front matter), in toc order."""
     root = Path(root)
-    chapters = {p.resolve() for p in expectations.chapter_paths(root)}
+    chapters = {p.resolve() for p in chapter_paths(root)}
     return [d for d in toc_docnames(root) if (root / f"{d}.md").resolve() in chapters]

@@ -1,0 +1,156 @@
+"""The book's configuration and its chapter list, as the build sees them.
+
+- `book_config` is the Sphinx configuration jupyter-book derives from `_config.yml`;
+  `md_parser_config` the MyST settings myst-parser builds from it, so a chapter read
+  here is the notebook (and jupyter-cache hash) the site build executes.
+- The table of contents is sphinx-external-toc's site map of `_toc.yml`: `toc_docnames`
+  in the book's order, `chapter_paths` the MyST notebooks among them,
+  `notebook_docnames` the same inside a Sphinx build, `pages_missing_from_toc` the
+  pages the build leaves out for not being listed.
+- `front_matter` and `data_files` read a page's YAML front matter.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=None)
+def _final_config(root: Path) -> dict:
+    from jupyter_book.config import get_final_config
+
+    config, _ = get_final_config(user_yaml=Path(root) / "_config.yml", sourcedir=Path(root),
+                                 cli_config={"latex_individualpages": False})
+    return config
+
+
+def book_config(root=ROOT) -> dict:
+    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
+    return _final_config(Path(root).resolve())
+
+
+def md_parser_config(root=ROOT):
+    """The MdParserConfig myst-parser builds from the book's `myst_*` settings."""
+    from myst_parser.config.main import MdParserConfig
+
+    names = {name for name, _, _ in MdParserConfig().as_triple()}
+    values = {k[5:]: v for k, v in book_config(root).items()
+              if k.startswith("myst_") and k[5:] in names}
+    return MdParserConfig(**values)
+
+
+def default_timeout(root=ROOT):
+    """`execute: timeout:` of `_config.yml` (seconds; None or -1 means no limit)."""
+    return book_config(root).get("nb_execution_timeout", 30)
+
+
+# -- front matter -------------------------------------------------------------------------
+
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.S)
+
+
+def front_matter(text: str) -> dict:
+    """The YAML front matter of a page's source as a dict ({} without one, or unreadable)."""
+    import yaml
+
+    match = _FRONT.match(text)
+    try:
+        data = yaml.safe_load(match.group(1)) if match else None
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def data_files(path, text=None) -> list[Path]:
+    """The files a page's front matter says it reads (`data_files:`), relative to it."""
+    text = Path(path).read_text(encoding="utf8") if text is None else text
+    files = front_matter(text).get("data_files") or []
+    files = [files] if isinstance(files, str) else files
+    return [(Path(path).parent / str(name)).resolve() for name in files]
+
+
+def is_notebook(text: str) -> bool:
+    """A MyST notebook as myst-nb sees it, with a kernelspec to run it."""
+    from myst_nb.core.read import is_myst_markdown_notebook
+
+    return is_myst_markdown_notebook(text) and "kernelspec" in front_matter(text)
+
+
+# -- the table of contents ----------------------------------------------------------------
+
+
+def site_map(root=ROOT):
+    """sphinx-external-toc's site map of `<root>/_toc.yml`."""
+    from sphinx_external_toc.parsing import parse_toc_yaml
+
+    return parse_toc_yaml(str(Path(root) / "_toc.yml"))
+
+
+def toc_docnames(root=ROOT) -> list[str]:
+    """Every page of `_toc.yml`, in the book's order."""
+    return list(site_map(root))
+
+
+def chapter_paths(root=ROOT) -> list[Path]:
+    """Every MyST notebook `_toc.yml` lists, in table-of-contents order."""
+    paths = [Path(root) / f"{docname}.md" for docname in toc_docnames(root)]
+    return [p for p in paths if p.is_file() and is_notebook(p.read_text(encoding="utf8"))]
+
+
+def notebook_docnames(env) -> list[str]:
+    """In a Sphinx build: the docnames whose source is a notebook, in toc order."""
+    names = [d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {})]
+    order = {d: i for i, d in enumerate(toc_docnames(env.srcdir))}
+    return sorted(names, key=lambda d: (order.get(d, len(order)), d))
+
+
+def pages_missing_from_toc(root=ROOT) -> list[Path]:
+    """Pages in the chapters' folder (the root page's, `book/`) that `_toc.yml` does not list.
+
+    With `only_build_toc_files: true` the build leaves them out without a word, and the
+    chapter tests (one per chapter of the toc) never see them. Files the configuration
+    excludes are not pages.
+    """
+    from sphinx.util.matching import Matcher
+
+    root = Path(root).resolve()
+    pages = site_map(root)
+    listed = set(pages)
+    folder = root / Path(pages.root.docname).parent
+    excluded = Matcher(book_config(root).get("exclude_patterns", []))
+    missing = []
+    for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".md", ".ipynb") or not path.is_file():
+            continue
+        relative = path.relative_to(root).as_posix()
+        parts = relative.split("/")
+        if any(excluded("/".join(parts[: i + 1])) for i in range(len(parts))):
+            continue
+        if relative[: -len(path.suffix)] not in listed and relative not in listed:
+            missing.append(path)
+    return missing
+
+
+def book_root(path) -> Path | None:
+    """The nearest folder above `path` holding a `_toc.yml` (the book it belongs to)."""
+    return next((f for f in Path(path).resolve().parents if (f / "_toc.yml").is_file()), None)
+
+
+def slug(path, root=ROOT) -> str:
+    """`book/tensors.md` -> `tensors` (the chapter's name in test ids)."""
+    path = Path(path).resolve()
+    for base in (Path(root).resolve() / "book", Path(root).resolve(), path.parent):
+        if path.is_relative_to(base):
+            return path.relative_to(base).with_suffix("").as_posix()
+    return path.stem
+
+
+def display_path(path, root=ROOT) -> str:
+    """The path a reader types: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    root = Path(root).resolve()
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

@@ -1,0 +1,303 @@
+"""Read a chapter's source: its fenced blocks, its code cells, their options and lines.
+
+One reader for the verifier, the build's checks, the report, the notebook export and
+the expectation rewriter, on myst-parser's own markdown-it tokens (the parser myst-nb
+reads a notebook with, under the book's MyST settings):
+
+- `fences(text)` yields every fenced block (```` ``` ```` or `:::`) with its 1-based
+  lines, directive name, argument, options and body, going into the bodies of
+  directives that hold prose (a dropdown, an exercise) but never into code.
+- `options_block` finds a block's options (a `---` YAML block or `:key: value`
+  lines) by myst-parser's rules, for the places that must edit or judge those lines.
+- `read_chapter` is the notebook myst-nb builds, with each code cell's fence line;
+  a cell whose options do not read raises ChapterError naming the line to fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+
+from book_config import ROOT, display_path, md_parser_config
+
+# directives whose body is not MyST prose: no blocks or roles inside them
+NOT_PROSE = {"code-cell", "raw-cell", "code", "code-block", "sourcecode", "literalinclude",
+             "math", "raw", "bibliography", "execution-report", "nb-exec-table", "csv-table"}
+
+
+@functools.lru_cache(maxsize=None)
+def markdown_parser(root: Path):
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.parsers.mdit import create_md_parser
+
+    return create_md_parser(md_parser_config(root), RendererHTML)
+
+
+class _AnyOption(dict):
+    """An option spec that takes every option as the text it is (docutils' `unchanged`)."""
+
+    def __getitem__(self, name):
+        from docutils.parsers.rst.directives import unchanged
+
+        return unchanged
+
+
+class _AnyDirective:
+    """What myst-parser needs to split a directive's text into options and body."""
+    option_spec = _AnyOption(any=True)
+    required_arguments = optional_arguments = 0
+    has_content = True
+
+
+@dataclasses.dataclass
+class Fence:
+    line: int  # 1-based line of the opening fence
+    end: int  # 1-based line of the closing fence (the last line when never closed)
+    name: str | None  # the directive (`listing`, `code-cell`), None for plain code
+    arg: str  # the rest of the opening line: a directive's argument, a code block's language
+    content: str  # every line between the fences
+    depth: int  # how many directives enclose it
+    level: int  # how many Markdown blocks (a list, a quote) enclose it in its own text
+    options: dict = dataclasses.field(default_factory=dict)  # as MyST reads them: text
+    body: list = dataclasses.field(default_factory=list)  # the lines after the options
+    body_line: int = 0  # 1-based line of body[0]
+
+    def parse(self, directive_class):
+        """(options, body lines) as MyST parses them for this directive class."""
+        from myst_parser.parsers.directives import parse_directive_text
+
+        result = parse_directive_text(directive_class, self.arg, self.content,
+                                      validate_options=directive_class is not None)
+        return dict(result.options), list(result.body)
+
+
+def fences(text: str, root=ROOT, first_line: int = 1, depth: int = 0):
+    """Every fenced block of `text`, in order, nested ones (in prose directives) too."""
+    from myst_parser.parsers.directives import parse_directive_text
+
+    for token in markdown_parser(Path(root).resolve()).parse(text):
+        if token.type not in ("fence", "colon_fence") or not token.map:
+            continue
+        info = token.info.strip()
+        match = re.match(r"^\{([^}]+)\}\s*(.*)$", info)
+        fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1,
+                      match.group(1) if match else None, match.group(2) if match else info,
+                      token.content, depth, token.level)
+        if fence.name is not None:
+            result = parse_directive_text(_AnyDirective, "", token.content)
+            fence.options, fence.body = dict(result.options), list(result.body)
+            fence.body_line = fence.line + 1 + result.body_offset
+        yield fence
+        if fence.name is not None and fence.name not in NOT_PROSE:
+            yield from fences("\n".join(fence.body), root, fence.body_line, depth + 1)
+
+
+def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
+    """The ```{code-cell}``` fences myst-nb makes cells of (not inside other blocks)."""
+    return [f for f in fences(text, root)
+            if f.name == "code-cell" and f.depth == 0 and f.level == 0]
+
+
+def options_block(lines: list[str], fence: int, end: int | None = None):
+    """Where the options of the block fenced at 0-based `fence` are, by myst-parser's rules:
+    ("yaml", first, close) for a `---` block (its two `---` lines; close None when never
+    closed), ("colon", first, stop) for `:key: value` lines, or None."""
+    end = len(lines) if end is None else end
+    first = fence + 1
+    if first < end and lines[first].startswith("---"):
+        close = next((i for i in range(first + 1, end) if re.match(r"^-{3,}", lines[i])), None)
+        return "yaml", first, close
+    stop = first
+    while stop < end and lines[stop].lstrip().startswith(":"):
+        stop += 1
+    return ("colon", first, stop) if stop > first else None
+
+
+def options_problem(lines: list[str], fence: Fence):
+    """(line, what) when the options of this code cell do not read as a YAML mapping.
+
+    myst-nb says only "Code cell 2 at line 17 could not be read: ... (bad YAML)";
+    this names the line to fix, with YAML's own words. None when they read."""
+    import textwrap
+
+    import yaml
+
+    block = options_block(lines, fence.line - 1, fence.end - 1)
+    if block is None:
+        return None
+    kind, first, stop = block
+    if kind == "yaml" and stop is None:
+        return fence.line + 1, ("the cell's options block opened by `---` here is never "
+                                "closed: end it with a `---` line before the code")
+    if kind == "yaml":
+        first, body = first + 1, textwrap.dedent("\n".join(lines[first + 1:stop]))
+    else:
+        body = "\n".join(line.lstrip()[1:] for line in lines[first:stop])
+    try:
+        value = yaml.safe_load(body)
+    except yaml.YAMLError as error:
+        problem_mark, context_mark = (getattr(error, "problem_mark", None),
+                                      getattr(error, "context_mark", None))
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        context = getattr(error, "context", None)
+        what = "the cell's options are not valid YAML: " + problem
+        where = first + 1 + (problem_mark.line if problem_mark else 0)
+        if problem_mark:
+            what += f" (line {where})"
+        if context and context_mark:
+            start = first + 1 + context_mark.line
+            what += f", {context} that starts at line {start}"
+            if "quoted" in context or "flow" in context:
+                where = start  # an unclosed quote or bracket: the line that opens it
+        return where, what + " (`expect: |` then the text indented by two spaces is the safe form)"
+    if value is not None and not isinstance(value, dict):
+        return first + 1, (f"the cell's options read as a YAML {type(value).__name__}, not "
+                           "as `key: value` lines")
+    return None
+
+
+def options_problems(text: str, root=ROOT):
+    """[(line, what)] for every code cell whose options do not read, in order."""
+    lines = text.splitlines()
+    found = (options_problem(lines, fence) for fence in code_cell_fences(text, root))
+    return [problem for problem in found if problem is not None]
+
+
+def comment_out_options(text: str, line: int, root=ROOT) -> str:
+    """`text` with the options of the cell whose problem is at `line` made YAML comments
+    (so the cell reads with no options), every line number unchanged.
+
+    The build uses it after warning, so one bad cell does not stop the whole build
+    (and hide the other problems `--keep-going` should list)."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines()
+    fence = max((f for f in code_cell_fences(text, root) if f.line <= line),
+                key=lambda f: f.line)
+    kind, first, stop = options_block(lines, fence.line - 1, fence.end - 1)
+    if kind == "yaml":
+        # no closing `---`: myst reads the whole cell as options, so it all becomes comments
+        stop = fence.end - 1 if stop is None else stop
+        lines[first + 1:stop] = ["# " + ln for ln in lines[first + 1:stop]]
+    else:
+        lines[first:stop] = [":# " + ln.lstrip()[1:] for ln in lines[first:stop]]
+    result = newline.join(lines)
+    return result + newline if text.endswith(("\n", "\r")) else result
+
+
+# -- chapters --------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class CodeCell:
+    index: int  # position among all the notebook's cells
+    line: int  # 1-based line of the ```{code-cell} fence in the .md
+    source: str
+    options: dict  # the cell's metadata: its YAML options
+
+    @property
+    def expect(self):
+        return self.options.get("expect")
+
+    @property
+    def tolerance(self):
+        return self.options.get("tolerance")
+
+    @property
+    def raises(self):
+        """Tagged `raises-exception`: an error is expected, and checked as text."""
+        return "raises-exception" in (self.options.get("tags") or [])
+
+
+@dataclasses.dataclass
+class Chapter:
+    path: Path
+    text: str
+    nb: object  # nbformat.NotebookNode, exactly as myst-nb reads it
+    cells: list  # CodeCell, in order
+
+
+class ChapterError(ValueError):
+    """A chapter that cannot be read at all; names the file and the line to fix."""
+
+    def __init__(self, path, line: int, what: str, root=ROOT):
+        self.path, self.line, self.what = Path(path), line, what
+        super().__init__(f"{display_path(path, root)}:{line}: {what}")
+
+
+def code_cells(nb) -> list[CodeCell]:
+    """A CodeCell for every code cell of a notebook myst-nb read (its `source_map`)."""
+    source_map = nb.metadata.get("source_map") or []
+    return [CodeCell(i, source_map[i] if i < len(source_map) else 0, c.source, dict(c.metadata))
+            for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+
+
+def read_notebook(text: str, path, root=ROOT):
+    """The notebook myst-nb builds from `text` (source_map included).
+
+    A cell whose options do not read raises ChapterError naming its line."""
+    import yaml
+    from myst_nb.core.read import MystMetadataParsingError, read_myst_markdown_notebook
+
+    try:
+        return read_myst_markdown_notebook(text, config=md_parser_config(root),
+                                           add_source_map=True, path=str(path))
+    except (MystMetadataParsingError, yaml.YAMLError) as error:
+        problems = options_problems(text, root)
+        if not problems:
+            raise
+        raise ChapterError(path, *problems[0], root) from error
+
+
+def read_chapter(path, root=ROOT, text=None) -> Chapter:
+    path = Path(path).resolve()
+    text = path.read_text(encoding="utf8") if text is None else text
+    nb = read_notebook(text, path, root)
+    return Chapter(path, text, nb, code_cells(nb))
+
+
+# -- glue roles in the prose -------------------------------------------------------------
+
+GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text",
+              "glue:md": "md"}
+
+
+@dataclasses.dataclass
+class GlueUse:
+    name: str
+    kind: str  # "text", "any" or "md"
+    spec: str  # the format after the last colon of {glue:text}`name:spec`
+    line: int  # 1-based line of the chapter
+
+
+def glue_uses(text: str, root=ROOT, first_line: int = 1) -> list[GlueUse]:
+    """Every glue role in the prose (directive bodies too), with its line."""
+    uses = []
+    for token in markdown_parser(Path(root).resolve()).parse(text):
+        if token.type != "inline" or not token.map:
+            continue
+        line = first_line + token.map[0]
+        for child in token.children or []:
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES:
+                kind = GLUE_ROLES[child.meta["name"]]
+                name, spec = child.content, ""
+                if kind in ("text", "md") and ":" in child.content:
+                    name, spec = child.content.rsplit(":", 1)
+                uses.append(GlueUse(name, kind, spec, line))
+            line += child.content.count("\n") if child.type == "text" else 0
+    for fence in fences(text, root, first_line):
+        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
+            uses += glue_uses("\n".join(fence.body), root, fence.body_line)
+    return sorted(uses, key=lambda use: use.line)
+
+
+def repaired(text: str, root=ROOT):
+    """(text, [(line, what)]): `text` with the options of every code cell that does not
+    read commented out (`comment_out_options`), and what was wrong with each."""
+    problems = options_problems(text, root)
+    for line, _ in problems:
+        text = comment_out_options(text, line, root)
+    return text, problems

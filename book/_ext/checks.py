@@ -1,0 +1,283 @@
+"""The book's rules for a cell's executed outputs, shared by the verifier and the build.
+
+- `cell_output` collects what a cell shows: stdout and the text of every result and
+  display (`shown_text`: Markdown, the text of HTML, plain text; a figure has none).
+- `check_cell` lists every way a cell breaks the rules: it printed without an
+  `expect:`, printed something else, wrote to stderr, raised, timed out.
+- Glued values (`glue("name", value, display=False)` shown by {glue:text}`name:.3f`)
+  are numbers a reader sees too, so the cell that glues one declares, in its options,
+  the text the page must show (`glue:` then `  x1_bar: "5.5"`), compared by the same
+  rules (`~` marks and the cell's `tolerance:`); `check_glue` fails a shown value no
+  cell declares, and a declaration the page does not show.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html.parser
+
+from book_config import ROOT
+from cells import CodeCell, GlueUse, glue_uses
+from comparison import (NOISY, ToleranceError, compare, has_marks, indent, parse_tolerance,
+                        strip_ansi, unified_diff)
+
+
+@dataclasses.dataclass
+class CellOutput:
+    text: str  # stdout and the text of every rich output (shown_text), in order
+    stderr: str
+    error: str | None  # traceback, ANSI stripped
+    has_text: bool
+    error_line: str | None = None  # `ValueError: message`
+
+    def with_error_as_text(self) -> "CellOutput":
+        """A `raises-exception` cell: its error is printed text, not a failure."""
+        if self.error is None:
+            return self
+        text = self.text + self.error_line + "\n"
+        return dataclasses.replace(self, text=text, error=None, has_text=True)
+
+
+class _HTMLText(html.parser.HTMLParser):
+    """The text a browser shows for an HTML output: no tags, no scripts or styles."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts, self._hidden = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style"):
+            self._hidden += 1
+        elif tag in ("br", "p", "div", "tr", "li", "h1", "h2", "h3", "h4", "table"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._hidden = max(0, self._hidden - 1)
+        elif tag in ("td", "th"):
+            self.parts.append(" ")
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def html_text(markup: str) -> str:
+    parser = _HTMLText()
+    parser.feed(markup)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def joined(value):
+    """A notebook's text field, which nbformat may hold as a list of lines."""
+    return "".join(value) if isinstance(value, list) else value
+
+
+def is_player(data: dict) -> bool:
+    """An output bundle that is a player (matplotlib's JavaScript animation, the engine's)."""
+    html = joined(data.get("text/html", ""))
+    return 'class="animation"' in html or "engine-interactive" in html
+
+
+def shown_text(data: dict, kind: str = "display_data") -> str | None:
+    """The text a rich output shows, or None for a picture (a figure, a player).
+
+    A bundle with an image is a figure: its text/plain is a placeholder
+    (`<Figure size ...>`) and its text/html, where there is one, a player. Otherwise
+    the text is what the page renders: text/markdown first (a `display(Markdown(...))`
+    table), then the text of text/html, then text/plain. An `execute_result` keeps
+    its text/plain even beside an image (`<engine.figures.Interactive player, ...>`),
+    as it always has.
+    """
+    if any(key.startswith("image/") for key in data):
+        return data.get("text/plain") if kind == "execute_result" else None
+    if data.get("text/markdown") is not None:
+        return data["text/markdown"]
+    if data.get("text/html") is not None:
+        return html_text(data["text/html"])
+    return data.get("text/plain")
+
+
+def cell_output(outputs, raises=False) -> CellOutput:
+    """Collect a cell's outputs: what it printed and the text of every result and display
+    (`shown_text`), in order. With `raises` (the cell is tagged `raises-exception`,
+    which nbclient and so the build accept), an error is part of the printed text as
+    its last traceback line, `ValueError: message`, instead of a failure."""
+    text, stderr, error, error_line, has_text = [], [], None, None, False
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            if output.get("name") == "stderr":
+                stderr.append(output.get("text", ""))
+            else:
+                text.append(output.get("text", ""))
+                has_text = True
+        elif kind in ("execute_result", "display_data"):
+            shown = shown_text(output.get("data", {}), kind)
+            if shown is not None:
+                text.append(shown if shown.endswith("\n") else shown + "\n")
+                has_text = True
+        elif kind == "error":
+            error_line = strip_ansi(f"{output.get('ename')}: {output.get('evalue')}")
+            error = strip_ansi("\n".join(output.get("traceback", []))) or error_line
+    result = CellOutput("".join(text), "".join(stderr), error, has_text, error_line)
+    return result.with_error_as_text() if raises else result
+
+
+@dataclasses.dataclass
+class Failure:
+    line: int
+    what: str  # one line
+    detail: str = ""  # diff or traceback, several lines
+    kind: str = "other"  # "differs", "missing", "unexpected" (rewritable) or "other"
+
+
+def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
+    """Every way this cell's output breaks the book's rules."""
+    failures = []
+    if cell.raises:
+        output = output.with_error_as_text()
+    if output.stderr:
+        first = (output.stderr.strip().splitlines() or [repr(output.stderr)])[0]
+        failures.append(
+            Failure(cell.line, "cell wrote to stderr: " + first, indent(output.stderr.rstrip()))
+        )
+    if output.error is not None:
+        last = output.error_line or output.error.strip().splitlines()[-1]
+        if last.startswith("CellTimeoutError: "):  # execution.execute stopped it there
+            failures.append(Failure(cell.line, last[len("CellTimeoutError: "):]))
+            return failures
+        failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
+        return failures
+    expect = cell.expect
+    if expect is not None and not isinstance(expect, str):
+        # `expect: 1.` is the YAML float 1.0: comparing its str() would be wrong
+        failures.append(Failure(
+            cell.line,
+            f"expect: reads as YAML {type(expect).__name__} {expect!r}, not text: "
+            "write it as a block (`expect: |` and the text below) or quote it",
+            indent(unified_diff(str(expect), output.text)), "differs",
+        ))
+        return failures
+    try:
+        tolerance = parse_tolerance(cell.tolerance)
+    except ToleranceError as error:
+        failures.append(Failure(cell.line, str(error)))
+        return failures
+    if tolerance is not None and not has_marks(expect or "") and _glue_marked(cell):
+        tolerance = None  # the tolerance is for the marked numbers of its `glue:` texts
+    if expect is None:
+        if tolerance is not None and not _glue_marked(cell):
+            failures.append(Failure(cell.line, f"tolerance {tolerance} is declared but nothing "
+                                    f"is marked noisy: write `{NOISY}` before each noisy number"))
+        if output.has_text and output.text.strip():
+            failures.append(
+                Failure(cell.line, "cell prints text but has no expect: option",
+                        indent(unified_diff("", output.text)), "missing")
+            )
+        return failures
+    if not output.text.strip():
+        failures.append(Failure(cell.line, "expect: is set but the cell printed nothing",
+                                indent(unified_diff(expect, "")), "unexpected"))
+        return failures
+    try:
+        what = compare(expect, output.text, tolerance)
+    except ToleranceError as error:  # `~` marks and the tolerance option disagree
+        failures.append(Failure(cell.line, str(error)))
+        return failures
+    if what is not None:
+        failures.append(Failure(cell.line, what, indent(unified_diff(expect, output.text)),
+                                "differs"))
+    return failures
+
+
+# -- glued values: numbers in the prose ----------------------------------------------
+
+GLUE_PREFIX = "application/papermill.record/"
+
+
+def _glue_marked(cell: CodeCell) -> bool:
+    declared = cell.options.get("glue")
+    return isinstance(declared, dict) and any(
+        isinstance(text, str) and has_marks(text) for text in declared.values())
+
+
+def glued_values(cells) -> dict:
+    """{name: mimebundle} of every `glue(...)` output left in these notebook cells."""
+    found = {}
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            if name:
+                found[name] = {k[len(GLUE_PREFIX):] if k.startswith(GLUE_PREFIX) else k: v
+                               for k, v in output.get("data", {}).items()}
+    return found
+
+
+def glue_text(use: GlueUse, bundle: dict) -> str | None:
+    """The text the page shows for this role, as myst-nb renders it (None: no text)."""
+    from myst_nb.core.variables import format_plain_text
+
+    plain = bundle.get("text/plain")
+    plain = joined(plain)
+    if use.kind == "md" and "text/markdown" in bundle:
+        return bundle["text/markdown"]
+    if plain is None:
+        return None
+    return format_plain_text(plain, use.spec or "s") if use.kind == "text" else plain
+
+
+def check_glue(text: str, cells: list[CodeCell], glued: dict, root=ROOT) -> list[Failure]:
+    """Every way the glued values the chapter's prose shows break the book's rules."""
+    failures, declared = [], {}
+    for cell in cells:
+        spec = cell.options.get("glue")
+        if spec is None:
+            continue
+        if not isinstance(spec, dict):
+            failures.append(Failure(cell.line, "glue: must map each glued name to the text the "
+                                    'page shows, as `glue:` then lines `  name: "5.5"`'))
+            continue
+        for name, expected in spec.items():
+            if not isinstance(expected, str):
+                failures.append(Failure(cell.line, f"glue: {name} reads as YAML "
+                                        f"{type(expected).__name__} {expected!r}, not text: "
+                                        f'quote it ({name}: "{expected}")'))
+            elif name in declared:
+                failures.append(Failure(cell.line, f"glue: {name} is declared twice, here and "
+                                        f"at line {declared[name][0].line}"))
+            else:
+                declared[name] = (cell, expected)
+    uses = [use for use in glue_uses(text, root) if "::" not in use.name]
+    shown = {use.name for use in uses}
+    for use in uses:
+        bundle = glued.get(use.name)
+        if bundle is None:
+            failures.append(Failure(use.line, f"the page shows glued value {use.name!r}, which "
+                                    "no cell glued"))
+            continue
+        got = glue_text(use, bundle)
+        if use.name not in declared:
+            failures.append(Failure(
+                use.line, f"the page shows glued value {use.name!r} ({got!r}) and no check "
+                f"covers it: declare it in the options of the cell that glues it, "
+                f'`glue:` then `  {use.name}: "{got}"`'))
+            continue
+        cell, expected = declared[use.name]
+        try:
+            tolerance = parse_tolerance(cell.tolerance) if has_marks(expected) else None
+            what = compare(expected, got or "", tolerance)
+        except ToleranceError as error:
+            failures.append(Failure(cell.line, f"glue: {use.name}: {error}"))
+            continue
+        if what is not None:
+            failures.append(Failure(
+                cell.line, f"glued value {use.name!r}, shown at line {use.line}, is {got!r}, "
+                f"glue: says {expected!r} ({what})", kind="glue"))
+    for name, (cell, _) in declared.items():
+        if name not in shown:
+            failures.append(Failure(cell.line, f"glue: declares {name!r}, which no role on the "
+                                    "page shows"))
+    return failures

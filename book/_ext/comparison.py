@@ -1,0 +1,199 @@
+"""The pure comparison of what a cell printed with what its `expect:` says.
+
+Nothing here reads a file or starts a kernel.
+
+- `compare(expected, got, tolerance)` is strict after `normalize`: whitespace runs
+  become one space and spaces just inside brackets go, so NumPy's padding never
+  matters but every printed digit does. A per-cell `tolerance:` option (`rel R`,
+  `abs A` or `magnitude`) relaxes only the numbers the expectation marks with `~`
+  (`gap: ~3e-10`); every other number and all text stay exact.
+- `carry_marks` keeps an author's `~` marks when update mode rewrites an expectation;
+  `canonical_expectation` is the text update mode stores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+
+_SPACE = re.compile(r"\s+")
+_AFTER_OPEN = re.compile(r"([\[(]) ")
+_BEFORE_CLOSE = re.compile(r" ([\])])")
+
+
+def normalize(text: str) -> str:
+    """Strip, collapse whitespace runs to one space, drop spaces just inside brackets.
+
+    `[5.5 1.  4. ]` -> `[5.5 1. 4.]`; `[ 1. -2.]` -> `[1. -2.]`. Digits are never touched.
+    """
+    text = _SPACE.sub(" ", text.strip())
+    return _BEFORE_CLOSE.sub(r"\1", _AFTER_OPEN.sub(r"\1", text))
+
+
+# A number: optional sign, digits with an optional point (`1.`, `.5`, `2.50`), an
+# optional exponent; or nan / inf. Not when glued to a name (`x1`, `float64`).
+NUMBER = re.compile(
+    r"(?<![\w.])"
+    r"(?P<num>[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?:inity)?|nan))"
+    r"(?![\w])",
+    re.IGNORECASE,
+)
+
+
+def tokenize(text: str):
+    """Split normalized text into (texts, numbers): len(texts) == len(numbers) + 1."""
+    text = normalize(text)
+    texts, numbers, start = [], [], 0
+    for match in NUMBER.finditer(text):
+        texts.append(text[start : match.start()])
+        numbers.append(match.group("num"))
+        start = match.end()
+    texts.append(text[start:])
+    return texts, numbers
+
+
+NOISY = "~"  # in an expectation, `~3e-10`: this number is noisy, compare it within the tolerance
+
+
+def tokenize_expected(text: str):
+    """Like tokenize, for an expectation: (texts, numbers, noisy flags), `~` marks removed."""
+    texts, numbers = tokenize(text)
+    noisy = [before.endswith(NOISY) for before in texts[:-1]]
+    texts = [t[:-1] if t.endswith(NOISY) and i < len(noisy) and noisy[i] else t
+             for i, t in enumerate(texts)]
+    return texts, numbers, noisy
+
+
+def carry_marks(old_expected: str, new_text: str) -> str:
+    """`new_text` with a `~` before each number whose counterpart in `old_expected` had one.
+
+    Update mode keeps the author's marks of noisy numbers when only values move;
+    if the count of numbers changed, the marks cannot be matched and are dropped.
+    """
+    _, old_numbers, noisy = tokenize_expected(old_expected)
+    matches = list(NUMBER.finditer(new_text))
+    if not any(noisy) or len(matches) != len(old_numbers):
+        return new_text
+    for match, mark in reversed(list(zip(matches, noisy))):
+        if mark:
+            new_text = new_text[: match.start()] + NOISY + new_text[match.start():]
+    return new_text
+
+
+class ToleranceError(ValueError):
+    pass
+
+
+TOLERANCE_HELP = "write `tolerance: rel R`, `tolerance: abs A` or `tolerance: magnitude`"
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    kind: str  # "rel", "abs" or "magnitude"
+    amount: float = 0.0
+
+    def __str__(self):
+        return self.kind if self.kind == "magnitude" else f"{self.kind} {self.amount:g}"
+
+    def close(self, expected: float, got: float) -> bool:
+        if math.isnan(expected) or math.isnan(got):
+            return math.isnan(expected) and math.isnan(got)
+        if math.isinf(expected) or math.isinf(got):
+            return expected == got
+        if self.kind == "abs":
+            return abs(got - expected) <= self.amount
+        if self.kind == "rel":
+            return abs(got - expected) <= self.amount * abs(expected)
+        # magnitude: same sign, within a factor of 10; 0 only matches 0
+        if expected == 0 or got == 0:
+            return expected == got
+        return (expected > 0) == (got > 0) and 0.1 <= got / expected <= 10
+
+
+def parse_tolerance(spec) -> Tolerance | None:
+    """`rel 0.5`, `abs 1e-9`, `magnitude` -> Tolerance; None -> None; else ToleranceError."""
+    if spec is None:
+        return None
+    words = str(spec).split()
+    if words == ["magnitude"]:
+        return Tolerance("magnitude")
+    if len(words) == 2 and words[0] in ("rel", "abs"):
+        try:
+            amount = float(words[1])
+        except ValueError:
+            amount = float("nan")
+        if amount >= 0:
+            return Tolerance(words[0], amount)
+    raise ToleranceError(f"unknown tolerance {spec!r}: {TOLERANCE_HELP}")
+
+
+def compare(expected: str, got: str, tolerance=None) -> str | None:
+    """None when `got` matches `expected`; otherwise what differs, in one line.
+
+    With a tolerance, only the numbers marked `~` in `expected` are compared within
+    it; the others must be printed exactly as written.
+    """
+    if isinstance(tolerance, (str, type(None))):
+        tolerance = parse_tolerance(tolerance)
+    exp_texts, exp_numbers, noisy = tokenize_expected(expected)
+    if tolerance is None:
+        if any(noisy):
+            raise ToleranceError(f"`{NOISY}` marks a noisy number but the cell declares no "
+                                 f"tolerance: {TOLERANCE_HELP}")
+        if normalize(expected) == normalize(got):
+            return None
+        return "printed text differs from expect:"
+    if not any(noisy):
+        raise ToleranceError(f"tolerance {tolerance} is declared but no number of expect: "
+                             f"is marked noisy: write `{NOISY}` before each noisy number")
+    got_texts, got_numbers = tokenize(got)
+    if len(exp_numbers) != len(got_numbers):
+        return (
+            f"printed {len(got_numbers)} numbers, expect: has {len(exp_numbers)} "
+            f"(tolerance {tolerance})"
+        )
+    for a, b in zip(exp_texts, got_texts):
+        if a != b:
+            return f"text between numbers differs: expected {a!r}, got {b!r}"
+    for position, (a, b, mark) in enumerate(zip(exp_numbers, got_numbers, noisy), 1):
+        if mark and not tolerance.close(float(a), float(b)):
+            return f"number {position} is {b}, expected ~{a} within tolerance {tolerance}"
+        if not mark and a != b:
+            return f"number {position} is {b}, expected exactly {a} (not marked {NOISY})"
+    return None
+
+
+def unified_diff(expected: str, got: str) -> str:
+    lines = difflib.unified_diff(
+        expected.splitlines(), got.splitlines(), "expected", "got", lineterm="", n=2
+    )
+    return "\n".join(lines)
+
+
+def has_marks(text: str) -> bool:
+    return any(tokenize_expected(text)[2])
+
+
+def indent(text: str, prefix="    ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines())
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def canonical_expectation(text: str) -> str:
+    """The text update mode stores: lines right-stripped, no blank lines at the ends."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
+
+

@@ -1,0 +1,179 @@
+"""Run a chapter: one kernel on the engine as of that chapter, cell by cell.
+
+The build (engine_cache.py, before myst-nb reads a page) and the chapter verifier
+(tests/verifier.py) run chapters through `execute` and nothing else: a kernel whose
+`engine` is the chapter's snapshot (book/_ext/snapshots.py; PYTHONPATH names
+`<build>/snapshots/<chapter>-<hash>`), in the chapter's folder, each cell under its own
+`timeout:` (default `execute: timeout`), streams joined into one output per name.
+`numerics` says which numbers such a run makes here (OpenBLAS's core, NumPy's SIMD
+groups and version); every stored run carries it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import snapshots
+from book_config import ROOT, default_timeout
+from cells import read_chapter
+
+
+def snapshot_of(path, root=ROOT):
+    """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
+    chapter = Path(path).stem
+    if not (Path(root) / "engine" / "__init__.py").is_file():
+        return None
+    try:
+        if chapter not in snapshots.chapter_order(root):
+            return None
+        snapshots.engine_lines(root)  # the markers must name pages of this book
+    except (snapshots.MarkerError, OSError, KeyError):
+        return None
+    return chapter
+
+
+def kernel_env(path, build_dir, root=ROOT) -> dict:
+    """Variables that make `import engine` in the page's kernel the page's snapshot."""
+    chapter = snapshot_of(path, root)
+    if chapter is None:
+        return {}
+    folder = snapshots.snapshot_folder(chapter, build_dir, root)
+    return {"PYTHONPATH": os.pathsep.join(
+        p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
+
+
+# -- the numbers a run makes here ---------------------------------------------------------
+
+_PROBE = r"""
+import ctypes, glob, json, os
+import numpy as np
+from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+core = None
+libs = glob.glob(os.path.join(os.path.dirname(np.__file__) + ".libs", "libscipy_openblas*"))
+if libs:
+    lib = ctypes.CDLL(libs[0])
+    for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                 "openblas_get_corename"):
+        if hasattr(lib, name):
+            getattr(lib, name).restype = ctypes.c_char_p
+            core = getattr(lib, name)().decode()
+            break
+print(json.dumps({"openblas_core": core, "numpy": np.__version__,
+                  "numpy_simd": [f for f in __cpu_dispatch__ if __cpu_features__[f]]}))
+"""
+
+
+def probe(variables: dict) -> dict:
+    """What a process with these variables gets: OpenBLAS's core, NumPy's SIMD groups."""
+    done = subprocess.run([sys.executable, "-c", _PROBE], env={**os.environ, **variables},
+                          capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@functools.lru_cache(maxsize=None)
+def numerics() -> str:
+    """This process's numbers (what its kernels inherit), as one line."""
+    return json.dumps(probe({}), sort_keys=True)
+
+
+# -- running a chapter -------------------------------------------------------------------
+
+
+def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
+    """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
+
+    The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
+    (executed notebook, {fence line: seconds}, failures, total seconds), where
+    failures holds timeouts and kernel deaths only (errors are outputs, checked with
+    the rest); a cell that timed out gets an error output saying so.
+    """
+    from checks import Failure
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbformat.v4 import new_output
+
+    build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
+    nb = copy.deepcopy(chapter.nb)
+    timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
+    # a chapter may override the timeout in its front matter, as myst-nb allows
+    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
+    timeout = nb.metadata.get("execution", {}).get("timeout", timeout)
+    timeout = None if timeout is None or timeout < 0 else timeout
+
+    def timeout_of(cell):
+        value = cell.metadata.get("timeout", timeout)
+        return None if value is None or value < 0 else value
+
+    client = NotebookClient(
+        nb, timeout=timeout, allow_errors=True,
+        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
+        coalesce_streams=True,  # one stream output per name, however the kernel cut it
+        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
+        resources={"metadata": {"path": str(chapter.path.parent)}},
+    )
+    client.timeout_func = timeout_of
+    variables = {**kernel_env(chapter.path, build_dir, root), **(env or {})}
+    lines = {cell.index: cell.line for cell in chapter.cells}
+    seconds, failures = {}, []
+    start = time.perf_counter()
+    client.reset_execution_trackers()
+    with client.setup_kernel(env={**os.environ, **variables}):
+        info = client.wait_for_reply(client.kc.kernel_info())
+        if info is not None and "language_info" in info["content"]:
+            nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            t0 = time.perf_counter()
+            try:
+                client.execute_cell(cell, index)
+            except CellTimeoutError:
+                what = (f"cell timed out after {timeout_of(cell)} s (set `timeout:` in its "
+                        "options if it needs longer); later cells not run")
+                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
+                                               traceback=[f"CellTimeoutError: {what}"]))
+                failures.append(Failure(lines[index], what))
+                seconds[lines[index]] = time.perf_counter() - t0
+                break
+            except DeadKernelError as error:
+                failures.append(Failure(lines[index], f"kernel died: {error}"))
+                break
+            seconds[lines[index]] = time.perf_counter() - t0
+        client.set_widgets_metadata()
+    return nb, seconds, failures, time.perf_counter() - start
+
+
+def run_problems(chapter, executed, failures):
+    """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
+    that raised without being tagged `raises-exception` (as myst-nb's own execution does
+    with `allow_errors: false`)."""
+    from checks import cell_output
+
+    problems = [(f.line, f.what) for f in failures]
+    stopped = {line for line, _ in problems}
+    for cell in chapter.cells:
+        if cell.raises or cell.line in stopped:
+            continue
+        output = cell_output(executed.cells[cell.index].get("outputs", []))
+        if output.error is not None:
+            problems.append((cell.line, "cell raised " + (
+                output.error_line or output.error.strip().splitlines()[-1])))
+    return problems
+
+
+def execute_in_worker(path, text, root, build_dir, env):
+    """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
+    import nbformat
+
+    chapter = read_chapter(path, root, text=text)
+    executed, _, failures, seconds = execute(chapter, root, build_dir, env)
+    return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
+
+

@@ -1,0 +1,122 @@
+"""The archive of the whole book: `downloads/autodiff-book.zip`, linked from the intro.
+
+Every chapter notebook (as the download menu offers it, see notebooks.py), the
+`engine` package with its pyproject.toml (`pip install .`) and a requirements.txt with
+the runtime subset of the book's pins: the pinned lines the runtime roots need (their
+dependency closure, read from the installed packages' metadata). The zip is the same
+bytes every time (fixed dates and order).
+"""
+
+import io
+import posixpath
+import re
+import zipfile
+from pathlib import Path
+
+ARCHIVE = "downloads/autodiff-book.zip"
+ARCHIVE_TOP = "autodiff-book"
+# what a reader needs to run the notebooks (their dependency closure is pinned)
+RUNTIME_ROOTS = ["numpy", "scipy", "matplotlib", "ipykernel", "nbclient", "nbformat"]
+STAMP = (2026, 1, 1, 0, 0, 0)
+
+
+def zip_bytes(files: dict) -> bytes:
+    """A zip of {name: text or bytes} that is the same bytes every time."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=STAMP)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[name])
+    return buffer.getvalue()
+
+
+def runtime_requirements(requirements, roots=RUNTIME_ROOTS):
+    """The pinned lines of `requirements` that the runtime roots need (their closure)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in Path(requirements).read_text().splitlines():
+        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==\s*(\S+)$", line.split("#", 1)[0].strip())
+        if match:
+            pins[canonicalize_name(match[1])] = f"{match[1]}=={match[2]}"
+    seen, todo = set(), [canonicalize_name(r) for r in roots]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for req in map(Requirement, requires):
+            if not req.marker or req.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(req.name))
+    return [pins[n] for n in sorted(seen) if n in pins]
+
+
+def notebook_name(docname):
+    """`book/tensors` -> `tensors.ipynb` inside the archive's notebooks/ folder."""
+    parts = docname.split("/")
+    return "/".join(parts[1:] if len(parts) > 1 and parts[0] == "book" else parts) + ".ipynb"
+
+
+README = """\
+# Automatic differentiation, built and checked: the notebooks
+
+Every chapter of the book as a Jupyter notebook, executed (the outputs are the
+book's), and the `engine` package the chapters build.
+
+    python3 -m venv .venv
+    .venv/bin/pip install -r requirements.txt
+    .venv/bin/pip install .
+    .venv/bin/pip install jupyterlab        # or any Jupyter front end
+    .venv/bin/jupyter lab notebooks/
+
+Cells tagged `engine-listing` show the package's source as the book shows it;
+running one changes nothing the other cells see (they use the installed package).
+The prose is MyST Markdown: theorems, cross-references and citations show as their
+source unless the front end renders MyST (`pip install jupyterlab-myst`).
+To run every notebook top to bottom without a browser:
+
+    .venv/bin/jupyter execute notebooks/*.ipynb
+"""
+
+
+
+def write_archive(out_zip, notebooks, root, requirements):
+    """Write the zip: notebooks/{name}.ipynb, engine/, pyproject.toml, requirements.txt."""
+    import nbformat
+
+    root, out_zip = Path(root), Path(out_zip)
+    pins = "\n".join(runtime_requirements(requirements))
+    files = {"README.md": README, "pyproject.toml": (root / "pyproject.toml").read_text(),
+             "requirements.txt": (
+                 "# Runtime pins of the book (numpy, scipy, matplotlib, Jupyter kernel and their\n"
+                 "# dependencies), taken from the book's own requirements.txt.\n" + pins + "\n")}
+    for path in sorted((root / "engine").rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    for name, nb in notebooks:
+        files[f"notebooks/{name}"] = nbformat.writes(nb)
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_suffix(".zip.tmp")
+    tmp.write_bytes(zip_bytes({f"{ARCHIVE_TOP}/{k}": v for k, v in files.items()}))
+    tmp.replace(out_zip)
+    return out_zip
+
+
+def book_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-archive}`Download everything (.zip)``: a link to the archive of the book."""
+    from docutils import nodes
+
+    env = inliner.document.settings.env
+    uri = posixpath.relpath(ARCHIVE, posixpath.dirname(env.docname) or ".")
+    node = nodes.reference(rawtext, text or posixpath.basename(ARCHIVE), refuri=uri,
+                           classes=["book-archive"])
+    return [node], []

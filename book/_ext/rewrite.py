@@ -1,0 +1,127 @@
+"""Update mode: rewrite a chapter's `expect:` blocks in place, and nothing else.
+
+`rewrite_expectations` replaces only the lines of the `expect:` blocks it is asked to
+change (adding a `---` block to a cell that has no options) and leaves every other
+byte of the chapter alone; `updated_text` reads the result back with myst-nb and
+checks that only those options moved.
+"""
+
+from __future__ import annotations
+
+import re
+
+from book_config import ROOT
+from cells import Chapter, options_block, read_chapter
+from comparison import canonical_expectation
+
+
+def expect_block_lines(text: str, indentation: str = "") -> list[str]:
+    """`expect: |` plus the text indented two spaces, as YAML block-scalar lines."""
+    lines = canonical_expectation(text).splitlines()
+    header = "expect: |2" if lines and lines[0].startswith(" ") else "expect: |"
+    body = [("  " + line) if line else "" for line in lines]
+    return [indentation + header] + [(indentation + line) if line else "" for line in body]
+
+
+def _block_indent(lines: list[str], start: int, end: int) -> str:
+    """The indentation myst-parser dedents the YAML block by."""
+    body = [line for line in lines[start + 1 : end] if line.strip()]
+    if not body:
+        return ""
+    width = min(len(line) - len(line.lstrip(" ")) for line in body)
+    return " " * width
+
+
+def _expect_key_span(lines: list[str], start: int, end: int):
+    """(first, stop) of the `expect:` key and its value lines inside a YAML block."""
+    pad = _block_indent(lines, start, end)
+    for i in range(start + 1, end):
+        if re.match(rf"^{pad}expect\s*:", lines[i]):
+            stop = i + 1
+            while stop < end and (
+                lines[stop].startswith((pad + " ", pad + "\t")) or not lines[stop].strip()
+            ):
+                stop += 1
+            while stop > i + 1 and not lines[stop - 1].strip():
+                stop -= 1  # trailing blank lines belong to the block around, not the value
+            return i, stop
+    return None
+
+
+def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
+    """Set the `expect:` of the cells whose fences are at these 1-based lines.
+
+    `fences` maps a fence line to the new expected text, or to None to delete the
+    option. Only the lines of those `expect:` blocks change (a `---` block is
+    added when the cell has no options); every other byte stays as it was.
+    """
+    newline = "\r\n" if "\r\n" in text else "\n"
+    ends_with_newline = text.endswith(("\n", "\r"))
+    lines = text.splitlines()
+    # rewrite from the bottom up so earlier line numbers stay valid
+    for fence_line in sorted(fences, reverse=True):
+        new = fences[fence_line]
+        fence = fence_line - 1
+        block = options_block(lines, fence)
+        if block is not None and block[0] == "yaml" and block[2] is not None:
+            _, start, end = block
+            span = _expect_key_span(lines, start, end)
+            pad = _block_indent(lines, start, end)
+            replacement = expect_block_lines(new, pad) if new is not None else []
+            if span is not None:
+                lines[span[0] : span[1]] = replacement
+            else:
+                lines[end:end] = replacement
+            _, start, end = options_block(lines, fence)
+            if end == start + 1:  # the block is now empty: remove it
+                del lines[start : end + 1]
+        elif new is None:
+            continue
+        elif block is not None and block[0] == "colon":
+            raise ValueError(
+                f"line {fence_line}: this cell's options are `:key: value` lines, which "
+                "cannot hold a multi-line expect:; turn them into a `---` YAML block first"
+            )
+        else:
+            lines[fence + 1 : fence + 1] = ["---"] + expect_block_lines(new) + ["---"]
+    result = newline.join(lines)
+    return result + newline if ends_with_newline else result
+
+
+def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) -> str:
+    """The chapter's text with these cells' (by fence line) expect: rewritten.
+
+    Reads the result back with myst-nb and checks that every rewritten cell now
+    carries exactly the canonical new text and that nothing else in the notebook
+    moved (sources, other options, cell count).
+    """
+    new_text = rewrite_expectations(chapter.text, updates)
+    again = read_chapter(chapter.path, root, text=new_text)
+    if len(again.cells) != len(chapter.cells):
+        raise ValueError(f"{chapter.path}: rewriting expect: changed the number of code cells")
+    for old, new in zip(chapter.cells, again.cells):
+        want = dict(old.options)
+        if old.line in updates:
+            want.pop("expect", None)
+            if updates[old.line] is not None:
+                want["expect"] = canonical_expectation(updates[old.line])
+        if new.source != old.source or new.options != want:
+            raise ValueError(
+                f"{chapter.path}:{old.line}: rewritten expect: does not read back as written "
+                f"(wanted {want!r}, myst-nb read {new.options!r})"
+            )
+    return new_text
+
+
+# -- glued values: numbers in the prose ----------------------------------------------
+#
+# `glue("name", value, display=False)` in a cell and {glue:text}`name:.3f` in the prose
+# put a computed number into a sentence. It is a number a reader sees, so it is checked
+# like a printed one: the cell that glues it says, in its options, the text the page
+# must show,
+#
+#     glue:
+#       x1_bar: "5.5"
+#
+# compared with the verifier's rules (`~` marks and the cell's `tolerance:` as in
+# `expect:`). A value the page shows that no cell declares fails, and so does a
