@@ -23,12 +23,17 @@
   work (pydata-sphinx-theme #2451), a solution's title opens it, inline math wraps
   at its operators and keeps its punctuation, and display equations and tables that
   scroll sideways are marked as such. Its header comment says why each is needed.
-* Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script only
-  if the file is already in `_static` when the page is written. Sphinx itself and
-  several extensions (myst-nb, sphinx-proof, sphinx-exercise) copy theirs when the
-  build finishes, after the pages, so a clean build and a rebuild wrote different
-  pages. When the build finishes, every local `_static` link that lacks its
-  checksum gets the one Sphinx would have given it.
+* Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script
+  from the file in `_static` when the page is written, and copies the static files
+  after the pages: a clean build wrote links without a checksum (the files were not
+  there yet), and a rebuild after an edit of a static file alone wrote the OLD
+  file's checksum on the pages it rewrote and left the others as they were, so a
+  browser kept its cached copy of the old script. When the build finishes, every
+  local `_static` link of every page gets the checksum of the file now beside it,
+  the one Sphinx would give it on a clean rebuild. A rebuild in which no page is out
+  of date stops before Sphinx copies the static files; when a file of
+  `html_static_path` differs from its copy, the root page counts as updated, so
+  the build goes on and copies it.
 """
 
 import re
@@ -188,7 +193,28 @@ def _drop_cdn_links(app, pagename, templatename, context, doctree):
         context["body"] = _CDN_FONT_AWESOME.sub("", body)
 
 
-_STATIC_LINK = re.compile(r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)"')
+_STATIC_LINK = re.compile(
+    r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)(?:\?v=[0-9a-f]*)?"')
+
+
+def _static_changed(app, env):
+    """[the root page] when a file of `html_static_path` differs from its copy in the
+    output's `_static`, so that a rebuild with no page out of date still copies it."""
+    if app.builder.format != "html":
+        return []
+    out = Path(app.outdir) / "_static"
+    if not out.is_dir():
+        return []  # a first build copies everything anyway
+    for folder in app.config.html_static_path:
+        folder = Path(app.confdir, folder)
+        files = folder.rglob("*") if folder.is_dir() else [folder]
+        for file in files:
+            if not file.is_file() or file.name.endswith("_t"):  # _t: a template, rendered
+                continue
+            copy = out / (file.relative_to(folder) if folder.is_dir() else file.name)
+            if not copy.is_file() or copy.read_bytes() != file.read_bytes():
+                return [app.config.root_doc]
+    return []
 
 
 def _checksum_every_static_link(app, exception):
@@ -200,7 +226,7 @@ def _checksum_every_static_link(app, exception):
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
 
-        def add(match):
+        def stamp(match):
             target = (page.parent / match["uri"]).resolve()
             try:
                 relative = target.relative_to(outdir.resolve())
@@ -209,7 +235,7 @@ def _checksum_every_static_link(app, exception):
             checksum = _file_checksum(outdir, relative)
             return f'{match["attr"]}{match["uri"]}?v={checksum}"' if checksum else match[0]
 
-        fixed = _STATIC_LINK.sub(add, text)
+        fixed = _STATIC_LINK.sub(stamp, text)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
 
@@ -218,6 +244,7 @@ def setup(app):
     app.connect("config-inited", _defaults)
     app.connect("builder-inited", _singlehtml_renders_like_html)
     _proof_index_with_titles(app)
+    app.connect("env-get-updated", _static_changed)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.add_css_file("engine-site.css")
     app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
