@@ -12,10 +12,14 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
-* When `_build/pdf/book.pdf` exists (book/_ext/book_pdf.py printed it), the HTML
-  build copies it to the site's top folder; the intro's link to it is on every build
-  and shows itself when the file is there (engine-site.js), so the pages do not
-  depend on what was printed before.
+* The book's PDF (book/_ext/book_pdf.py prints it to `<build>/pdf/book.pdf`) is
+  added to a built site by one step, `link_pdf`: it copies the file to the site's
+  top folder and adds a link to it to the intro's paragraph about the PDF. It runs
+  when an HTML build finishes and the PDF is there, and when the PDF command has
+  printed a PDF and the site is already built, so a site carries the link exactly
+  when it carries the file, whichever was made first. A build reads its own build
+  folder's PDF only (not the repository's), so two builds in separate folders differ
+  only if one of them was given a PDF. No page asks the server whether a file exists.
 * sphinx-proof's index page lists each chapter's definitions and theorems by number
   and title, in the book's order, instead of label names (the intro links it).
 * The footer names the version (pyproject.toml's), which the theme's footer lacked.
@@ -45,7 +49,37 @@ _CDN_FONT_AWESOME = re.compile(
     r"<link\b[^>]*href=[\"']https?://[^\"']*font-?awesome[^\"']*[\"'][^>]*>", re.I)
 
 
-PDF_FOLDER = Path(__file__).resolve().parents[2] / "_build" / "pdf"  # book/_ext/book_pdf.py
+PDF_LINK = ('<p class="eng-pdf-link">This copy of the site carries it: '
+            '<a class="reference external" href="{href}">book.pdf</a> ({size}).</p>')
+_PDF_PARAGRAPH = re.compile(r"<p>[^<]*\bas one PDF\b.*?</p>", re.S)
+
+
+def link_pdf(html, pdf):
+    """Copy `pdf` to the site at `html` (its top folder) and link it from the intro,
+    after the intro's paragraph about the PDF. Returns whether the site links it.
+    Doing it twice changes nothing; without a PDF or a built intro nothing is done."""
+    import shutil
+
+    html, pdf = Path(html), Path(pdf)
+    intro = html / "book" / "intro.html"
+    if not pdf.is_file() or not intro.is_file():
+        return False
+    shutil.copyfile(pdf, html / "book.pdf")
+    text = intro.read_text(encoding="utf-8")
+    text = re.sub(r'\n?<p class="eng-pdf-link">.*?</p>', "", text, flags=re.S)  # an older link
+    paragraph = _PDF_PARAGRAPH.search(text)
+    if paragraph is None:
+        return False
+    size = f"{pdf.stat().st_size / 2**20:.1f} MiB"
+    link = PDF_LINK.format(href="../book.pdf", size=size)
+    intro.write_text(text[:paragraph.end()] + "\n" + link + text[paragraph.end():],
+                     encoding="utf-8")
+    return True
+
+
+def _link_pdf_if_printed(app, exception):
+    if exception is None and app.builder.name == "html":  # not the PDF's own one-page build
+        link_pdf(app.outdir, Path(app.outdir).parent / "pdf" / "book.pdf")
 
 
 def _version(root):
@@ -68,11 +102,6 @@ def _defaults(app, config):
             f'<p class="engine-version">Version {version} of the book and its '
             "<code>engine</code> package. Every number on these pages was printed by the "
             "code beside it when this site was built.</p>")
-    # the site carries the book's PDF when one was printed before it was built; the pages
-    # stay the same either way (the intro's link shows itself when the file is there), so
-    # two builds of one source are identical whatever was printed before
-    if Path(app.outdir).name == "html" and (PDF_FOLDER / "book.pdf").exists():  # not the PDF's own build
-        config.html_extra_path.append(str(PDF_FOLDER))
 
 
 def _singlehtml_renders_like_html(app):
@@ -246,6 +275,7 @@ def setup(app):
     _proof_index_with_titles(app)
     app.connect("env-get-updated", _static_changed)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
+    app.connect("build-finished", _link_pdf_if_printed, priority=910)
     app.add_css_file("engine-site.css")
     app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
     # before the themes' handlers: html-page-context stops at the first that returns

@@ -287,7 +287,7 @@ FIGURE_TEXT = """async () => {
     const item = {src: src.split('/').pop().slice(0, 24),
                   alt: (img.getAttribute('alt') || '').slice(0, 40),
                   opens: !!img.closest('a[href]') || img.classList.contains('eng-zoomable')};
-    const player = img.closest('.engine-interactive[data-text-pt]');
+    const player = img.closest('div.animation') && img.closest('figure, .cell_output');
     if (src.split('?')[0].endsWith('.svg')) {
       // matplotlib draws each text at translate(x y) scale(s -s), s = size in pt / 100,
       // in a drawing whose user unit is the point (viewBox): px = pt x shown / width
@@ -299,10 +299,12 @@ FIGURE_TEXT = """async () => {
       item.pt = Math.min(...sizes);
       item.px = item.pt * shown / width;
     } else if (player) {
-      // a player's frames: PNG at data-dpi, smallest text data-text-pt (engine.figures)
+      // a player's frames: PNG at data-dpi, smallest text data-text-pt (engine.figures);
+      // a player without them cannot be measured (NaN fails the test)
+      const data = img.closest('.engine-interactive') || {dataset: {}};
       item.kind = 'player';
-      item.pt = parseFloat(player.dataset.textPt);
-      item.px = item.pt * parseFloat(player.dataset.dpi) / 72 * shown / img.naturalWidth;
+      item.pt = parseFloat(data.dataset.textPt);
+      item.px = item.pt * parseFloat(data.dataset.dpi) / 72 * shown / img.naturalWidth;
     } else {
       // a PNG still (a dense figure): engine.figures' smallest label, 8.5 pt at 100 dpi
       item.kind = 'png';
