@@ -230,10 +230,10 @@ def two_builds(tmp_path_factory):
     except BuildFailed as error:
         pytest.fail(str(error), pytrace=False)
     out = tmp_path_factory.mktemp("second-build")
-    # the same condition as the session's build: a build links the PDF of its own build
-    # folder (site_polish.link_pdf), and the session's site links _build/pdf/book.pdf
-    # whenever it exists (printed before its build, or linked by the PDF command after)
-    pdf = ROOT / "_build" / "pdf" / "book.pdf"
+    # the same condition as the session's site: a build links the PDF of its own build
+    # folder (site_polish.link_pdf), and the session's site carries one (copied from
+    # _build/pdf before its build finished, or by the PDF command after) or none
+    pdf = first / "html" / "book.pdf"
     if pdf.exists():
         (out / "_build" / "pdf").mkdir(parents=True)
         shutil.copyfile(pdf, out / "_build" / "pdf" / "book.pdf")
