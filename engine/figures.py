@@ -5,6 +5,7 @@ Every number a figure shows comes from the engine's own objects; this module
 only draws. Introduced alongside the first figure of the book and used by
 every chapter, so that one picture of a graph is drawn by one piece of code.
 
+    book_figures()                    still figures as SVG beside a PNG, the same each run
     interactive(fig, draw, frames)   a kernel-free player (buttons and slider)
     draw_graph(ax, root, ...)         a computational graph, one box per node
 """
@@ -16,6 +17,32 @@ import itertools
 import re
 
 import numpy as np
+
+
+# -- still figures ------------------------------------------------------------------
+
+
+def book_figures(*formats):
+    """Show this kernel's figures as SVG (sharp at any zoom; the book's pages use it)
+    beside a PNG (for viewers that show no SVG), each byte-identical from run to run.
+    `book_figures("png")` draws PNG only, for a dense figure (thousands of marks) that
+    would be a far larger SVG.
+
+    matplotlib names the parts of an SVG with random ids and stamps it with the day it
+    was drawn, unless given a fixed salt and no date. Glyphs stay paths, so a figure
+    looks the same on a machine without its fonts. Outside IPython only the salt is set.
+    """
+    import matplotlib
+
+    matplotlib.rcParams["svg.hashsalt"] = "engine-figures"
+    matplotlib.rcParams["svg.fonttype"] = "path"
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        set_matplotlib_formats(*(formats or ("svg", "png")), metadata={"Date": None})
 
 
 # -- interactive figures --------------------------------------------------------
@@ -74,7 +101,7 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
     frames = list(frames)
     # Every frame is cut to the same box: the union of the frames' own tight boxes, so
     # no frame has a wide empty margin and no frame's title runs off its edge.
-    box = _frames_box(fig, draw, frames)
+    box, smallest = _frames_box(fig, draw, frames)
     # The still first: once an animation exists, any canvas.draw() (draw_graph makes one)
     # would also fire the animation's first-frame handler and paint frame 0 over it.
     draw(frames[-1] if still is None else still)
@@ -86,28 +113,34 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
         labels = [str(label) for label in labels]
         if len(labels) != len(frames):
             raise ValueError(f"interactive: {len(labels)} labels for {len(frames)} frames")
-    if alt or labels:
-        import html as html_text
-        import json
+    import html as html_text
+    import json
 
-        data = ("" if labels is None else
-                f' data-frame-labels="{html_text.escape(json.dumps(labels), quote=True)}"')
-        html = (f'<div class="engine-interactive" role="figure" '
-                f'aria-label="{alt}"{data}>{html}</div>')
+    data = ("" if labels is None else
+            f' data-frame-labels="{html_text.escape(json.dumps(labels), quote=True)}"')
+    # the smallest text of any frame, in points, and the frames' dpi: what a reader's
+    # label size on the page is measured from (tests/browser/test_reader.py)
+    data += f' data-text-pt="{smallest:g}" data-dpi="{fig.dpi:g}"'
+    html = (f'<div class="engine-interactive" role="figure" '
+            f'aria-label="{html_text.escape(alt, quote=True)}"{data}>{html}</div>')
     plt.close(fig)
     return Interactive(html, buffer.getvalue(), len(frames))
 
 
 def _frames_box(fig, draw, frames, pad=0.1):
-    """The smallest box (inches) that holds every frame's drawing, with a margin."""
+    """The smallest box (inches) that holds every frame's drawing, with a margin, and
+    the smallest font size (points) of any text a frame shows."""
+    from matplotlib.text import Text
     from matplotlib.transforms import Bbox
 
     renderer = fig.canvas.get_renderer()
-    boxes = []
+    boxes, sizes = [], []
     for frame in frames:
         draw(frame)
         boxes.append(fig.get_tightbbox(renderer))
-    return Bbox.union(boxes).padded(pad)
+        sizes += [t.get_fontsize() for t in fig.findobj(Text)
+                  if t.get_visible() and t.get_text().strip()]
+    return Bbox.union(boxes).padded(pad), min(sizes, default=0)
 
 
 def _player_html(animation, box, interval):

@@ -12,6 +12,7 @@ The fast tests pin each fix of a source of difference on its own.
 """
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -97,6 +98,52 @@ def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
     assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]
 
 
+STAMP_PROBE = """\
+title: stamp probe
+only_build_toc_files: true
+exclude_patterns: [_build]
+sphinx:
+  local_extensions:
+    site_polish: book/_ext
+"""
+
+
+@pytest.mark.slow
+def test_a_rebuild_after_a_static_file_edit_restamps_every_page(tmp_path):
+    """A warm rebuild after an edit of engine-site.js alone rewrites no page (no source
+    changed), and Sphinx stamped the pages it does write with the checksum of the OLD
+    copy in _static, which it replaces only afterwards: every page must still link the
+    new file's checksum, or a browser keeps the cached old script."""
+    from sphinx.builders.html._assets import _file_checksum
+
+    book = books.make_book(tmp_path / "probe", STAMP_PROBE,
+                           {"one": "# One\n\nText.\n", "two": "# Two\n\nMore text.\n"})
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    code, log = books.run_build(book)
+    assert code == 0, log[-3000:]
+    script = book / "book" / "_ext" / "site_static" / "engine-site.js"
+    html = book / "_build" / "html"
+    # once with no source changed (Sphinx writes nothing), once with one page changed
+    for edit, changed in ((1, None), (2, "two")):
+        script.write_text(script.read_text() + f"\n// edit {edit}: the rebuild must re-stamp\n")
+        if changed:
+            page = book / "book" / f"{changed}.md"
+            page.write_text(page.read_text() + "\nAnd an edit.\n")
+        code, log = books.run_build(book)  # warm: the same _build
+        assert code == 0, log[-3000:]
+        new = _file_checksum(script.parent, "engine-site.js")  # the edited source
+        assert _file_checksum(html, "_static/engine-site.js") == new, (
+            f"edit {edit}: the site kept the old engine-site.js")
+        pages = [p for p in html.rglob("*.html") if "_static" not in p.parts
+                 and 'http-equiv="Refresh"' not in p.read_text()]  # index.html: a redirect
+        assert len(pages) >= 3, pages
+        stale = {str(p.relative_to(html)): found for p in pages
+                 if (found := set(re.findall(r"engine-site\.js\?v=([0-9a-f]+)", p.read_text())))
+                 != {new}}
+        assert not stale, f"edit {edit}: pages not linking engine-site.js?v={new}: {stale}"
+
+
 # -- masking exactly the measured values ---------------------------------------------------
 
 CHAPTER = """\
@@ -169,6 +216,13 @@ def two_builds(tmp_path_factory):
     except BuildFailed as error:
         pytest.fail(str(error), pytrace=False)
     out = tmp_path_factory.mktemp("second-build")
+    # the same condition as the session's site: a build links the PDF of its own build
+    # folder (site_polish.link_pdf), and the session's site carries one (copied from
+    # _build/pdf before its build finished, or by the PDF command after) or none
+    pdf = first / "html" / "book.pdf"
+    if pdf.exists():
+        (out / "_build" / "pdf").mkdir(parents=True)
+        shutil.copyfile(pdf, out / "_build" / "pdf" / "book.pdf")
     start = time.perf_counter()
     code, log = books.run_build(ROOT, command=["--path-output", str(out), *BUILD_COMMAND[3:]],
                                 timeout=1800)

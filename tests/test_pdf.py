@@ -10,12 +10,16 @@ skip, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+import site_polish  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = ROOT / "_build" / "pdf" / "book.pdf"
@@ -99,3 +103,84 @@ def test_solutions_stand_at_the_end_of_their_chapters(pdf_text):
     # every solution is in a solutions section: none before the first heading
     first = text.find(heading)
     assert "Solution to Exercise" not in text[:first] and "Solution to" in text[first:]
+
+
+# -- the site links the PDF exactly when it carries it ------------------------------------
+
+INTRO = """<html><body><section>
+<p>The whole book can also be printed as one PDF: the same executed chapters, with the math
+typeset.</p>
+</section></body></html>
+"""
+
+
+def _site(tmp_path):
+    html = tmp_path / "_build" / "html"
+    (html / "book").mkdir(parents=True)
+    (html / "book" / "intro.html").write_text(INTRO)
+    return html
+
+
+def test_a_site_without_the_pdf_links_none(tmp_path):
+    html = _site(tmp_path)
+    assert not site_polish.link_pdf(html, tmp_path / "_build" / "pdf" / "book.pdf")
+    assert (html / "book" / "intro.html").read_text() == INTRO
+    assert not (html / "book.pdf").exists()
+
+
+def test_a_site_given_the_pdf_carries_it_and_links_it_once(tmp_path):
+    html = _site(tmp_path)
+    pdf = tmp_path / "_build" / "pdf" / "book.pdf"
+    pdf.parent.mkdir(parents=True)
+    pdf.write_bytes(b"%PDF-1.4 " + b"x" * 3000)
+    assert site_polish.link_pdf(html, pdf)
+    assert site_polish.link_pdf(html, pdf)  # the PDF command after a build that linked it
+    intro = (html / "book" / "intro.html").read_text()
+    assert intro.count('href="../book.pdf"') == 1, intro
+    assert intro.index("as one PDF") < intro.index("eng-pdf-link")
+    assert (html / "book.pdf").read_bytes() == pdf.read_bytes()
+
+
+PROBE = """\
+title: pdf link probe
+only_build_toc_files: true
+exclude_patterns: [_build]
+sphinx:
+  local_extensions:
+    site_polish: book/_ext
+"""
+
+
+@pytest.mark.slow
+def test_a_build_links_the_pdf_of_its_own_build_folder_only(tmp_path):
+    """Built without a PDF, the intro links none (and no page asks the server for one);
+    rebuilt once `_build/pdf/book.pdf` exists (even with no page out of date), the site
+    carries the file and the intro links it."""
+    from support import books
+
+    book = books.make_book(tmp_path / "probe", PROBE, {"one": "# One\n\nText.\n"},
+                           intro="# Intro\n\nThe whole book can also be printed as one PDF.\n")
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    html = book / "_build" / "html"
+    code, log = books.run_build(book)
+    assert code == 0, log[-3000:]
+    intro = (html / "book" / "intro.html").read_text()
+    assert "book.pdf" not in intro and not (html / "book.pdf").exists()
+    pdf = book / "_build" / "pdf" / "book.pdf"
+    pdf.parent.mkdir(parents=True)
+    pdf.write_bytes(b"%PDF-1.4 " + b"x" * 3000)
+    code, log = books.run_build(book)
+    assert code == 0, log[-3000:]
+    intro = (html / "book" / "intro.html").read_text()
+    assert intro.count('href="../book.pdf"') == 1 and (html / "book.pdf").exists()
+
+
+def test_the_pdf_command_links_the_pdf_from_a_built_site(pdf_text):
+    """After the README's PDF command, a site already built carries the PDF and links it
+    (the command runs the same step as the build)."""
+    html = ROOT / "_build" / "html"
+    if not (html / "book" / "intro.html").exists():
+        pytest.skip("no site built in _build/html")
+    assert (html / "book.pdf").read_bytes() == PDF.read_bytes()
+    assert 'href="../book.pdf"' in (html / "book" / "intro.html").read_text()

@@ -13,8 +13,10 @@
    players' buttons are hidden (a player prints the frame it shows).
 3. Prints it (`page.pdf`, A4) to `_build/pdf/book.pdf`.
 
-When `_build/pdf/book.pdf` exists as the site is built, the site copies it and the
-intro links it (book/_ext/site_polish.py). tests/test_pdf.py checks the PDF.
+4. If the site is built (`_build/html`), copies the PDF into it and links it from the
+   intro (`site_polish.link_pdf`, the step an HTML build runs when it finds the PDF),
+   so the site carries the link exactly when it carries the file, whichever of the
+   two was made first. tests/test_pdf.py checks the PDF and the link.
 """
 
 import functools
@@ -140,6 +142,11 @@ def main():
     print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, "
           f"{len(summary['chapters'])} chapters, {summary['solutions']} solutions at "
           f"chapter ends (one-page build {built - start:.0f} s, printing {done - built:.0f} s)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import site_polish
+
+    if site_polish.link_pdf(ROOT / "_build" / "html", PDF):
+        print("_build/html: the intro links book.pdf")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,14 @@
   fails offline. The theme already ships Font Awesome (which draws the same
   `fa fa-play` icons), so the link is dropped from the page body.
 * `site_static/engine-site.css` makes those players fit a 375 px phone.
-* When `_build/pdf/book.pdf` exists (book/_ext/book_pdf.py printed it), the HTML
-  build copies it to the site's top folder; the intro's link to it is on every build
-  and shows itself when the file is there (engine-site.js), so the pages do not
-  depend on what was printed before.
+* The book's PDF (book/_ext/book_pdf.py prints it to `<build>/pdf/book.pdf`) is
+  added to a built site by one step, `link_pdf`: it copies the file to the site's
+  top folder and adds a link to it to the intro's paragraph about the PDF. It runs
+  when an HTML build finishes and the PDF is there, and when the PDF command has
+  printed a PDF and the site is already built, so a site carries the link exactly
+  when it carries the file, whichever was made first. A build reads its own build
+  folder's PDF only (not the repository's), so two builds in separate folders differ
+  only if one of them was given a PDF. No page asks the server whether a file exists.
 * sphinx-proof's index page lists each chapter's definitions and theorems by number
   and title, in the book's order, instead of label names (the intro links it).
 * The footer names the version (pyproject.toml's), which the theme's footer lacked.
@@ -23,12 +27,17 @@
   work (pydata-sphinx-theme #2451), a solution's title opens it, inline math wraps
   at its operators and keeps its punctuation, and display equations and tables that
   scroll sideways are marked as such. Its header comment says why each is needed.
-* Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script only
-  if the file is already in `_static` when the page is written. Sphinx itself and
-  several extensions (myst-nb, sphinx-proof, sphinx-exercise) copy theirs when the
-  build finishes, after the pages, so a clean build and a rebuild wrote different
-  pages. When the build finishes, every local `_static` link that lacks its
-  checksum gets the one Sphinx would have given it.
+* Sphinx adds a checksum (`?v=...`) to a page's link to a stylesheet or script
+  from the file in `_static` when the page is written, and copies the static files
+  after the pages: a clean build wrote links without a checksum (the files were not
+  there yet), and a rebuild after an edit of a static file alone wrote the OLD
+  file's checksum on the pages it rewrote and left the others as they were, so a
+  browser kept its cached copy of the old script. When the build finishes, every
+  local `_static` link of every page gets the checksum of the file now beside it,
+  the one Sphinx would give it on a clean rebuild. A rebuild in which no page is out
+  of date stops before Sphinx copies the static files; when a file of
+  `html_static_path` differs from its copy, the root page counts as updated, so
+  the build goes on and copies it.
 """
 
 import re
@@ -40,7 +49,37 @@ _CDN_FONT_AWESOME = re.compile(
     r"<link\b[^>]*href=[\"']https?://[^\"']*font-?awesome[^\"']*[\"'][^>]*>", re.I)
 
 
-PDF_FOLDER = Path(__file__).resolve().parents[2] / "_build" / "pdf"  # book/_ext/book_pdf.py
+PDF_LINK = ('<p class="eng-pdf-link">This copy of the site carries it: '
+            '<a class="reference external" href="{href}">book.pdf</a> ({size}).</p>')
+_PDF_PARAGRAPH = re.compile(r"<p>[^<]*\bas one PDF\b.*?</p>", re.S)
+
+
+def link_pdf(html, pdf):
+    """Copy `pdf` to the site at `html` (its top folder) and link it from the intro,
+    after the intro's paragraph about the PDF. Returns whether the site links it.
+    Doing it twice changes nothing; without a PDF or a built intro nothing is done."""
+    import shutil
+
+    html, pdf = Path(html), Path(pdf)
+    intro = html / "book" / "intro.html"
+    if not pdf.is_file() or not intro.is_file():
+        return False
+    shutil.copyfile(pdf, html / "book.pdf")
+    text = intro.read_text(encoding="utf-8")
+    text = re.sub(r'\n?<p class="eng-pdf-link">.*?</p>', "", text, flags=re.S)  # an older link
+    paragraph = _PDF_PARAGRAPH.search(text)
+    if paragraph is None:
+        return False
+    size = f"{pdf.stat().st_size / 2**20:.1f} MiB"
+    link = PDF_LINK.format(href="../book.pdf", size=size)
+    intro.write_text(text[:paragraph.end()] + "\n" + link + text[paragraph.end():],
+                     encoding="utf-8")
+    return True
+
+
+def _link_pdf_if_printed(app, exception):
+    if exception is None and app.builder.name == "html":  # not the PDF's own one-page build
+        link_pdf(app.outdir, Path(app.outdir).parent / "pdf" / "book.pdf")
 
 
 def _version(root):
@@ -63,11 +102,6 @@ def _defaults(app, config):
             f'<p class="engine-version">Version {version} of the book and its '
             "<code>engine</code> package. Every number on these pages was printed by the "
             "code beside it when this site was built.</p>")
-    # the site carries the book's PDF when one was printed before it was built; the pages
-    # stay the same either way (the intro's link shows itself when the file is there), so
-    # two builds of one source are identical whatever was printed before
-    if Path(app.outdir).name == "html" and (PDF_FOLDER / "book.pdf").exists():  # not the PDF's own build
-        config.html_extra_path.append(str(PDF_FOLDER))
 
 
 def _singlehtml_renders_like_html(app):
@@ -188,7 +222,28 @@ def _drop_cdn_links(app, pagename, templatename, context, doctree):
         context["body"] = _CDN_FONT_AWESOME.sub("", body)
 
 
-_STATIC_LINK = re.compile(r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)"')
+_STATIC_LINK = re.compile(
+    r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)(?:\?v=[0-9a-f]*)?"')
+
+
+def _static_changed(app, env):
+    """[the root page] when a file of `html_static_path` differs from its copy in the
+    output's `_static`, so that a rebuild with no page out of date still copies it."""
+    if app.builder.format != "html":
+        return []
+    out = Path(app.outdir) / "_static"
+    if not out.is_dir():
+        return []  # a first build copies everything anyway
+    for folder in app.config.html_static_path:
+        folder = Path(app.confdir, folder)
+        files = folder.rglob("*") if folder.is_dir() else [folder]
+        for file in files:
+            if not file.is_file() or file.name.endswith("_t"):  # _t: a template, rendered
+                continue
+            copy = out / (file.relative_to(folder) if folder.is_dir() else file.name)
+            if not copy.is_file() or copy.read_bytes() != file.read_bytes():
+                return [app.config.root_doc]
+    return []
 
 
 def _checksum_every_static_link(app, exception):
@@ -200,7 +255,7 @@ def _checksum_every_static_link(app, exception):
     for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
 
-        def add(match):
+        def stamp(match):
             target = (page.parent / match["uri"]).resolve()
             try:
                 relative = target.relative_to(outdir.resolve())
@@ -209,7 +264,7 @@ def _checksum_every_static_link(app, exception):
             checksum = _file_checksum(outdir, relative)
             return f'{match["attr"]}{match["uri"]}?v={checksum}"' if checksum else match[0]
 
-        fixed = _STATIC_LINK.sub(add, text)
+        fixed = _STATIC_LINK.sub(stamp, text)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
 
@@ -218,7 +273,9 @@ def setup(app):
     app.connect("config-inited", _defaults)
     app.connect("builder-inited", _singlehtml_renders_like_html)
     _proof_index_with_titles(app)
+    app.connect("env-get-updated", _static_changed)
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
+    app.connect("build-finished", _link_pdf_if_printed, priority=910)
     app.add_css_file("engine-site.css")
     app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
     # before the themes' handlers: html-page-context stops at the first that returns

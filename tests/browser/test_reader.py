@@ -8,9 +8,12 @@
 * No inline formula sticks out of the paragraph that holds it.
 * Every display equation and table wider than the column scrolls sideways and is
   marked as doing so (`eng-overflows`: a shadow at the edge with more to show).
-* No figure's labels are drawn below a readable size: a figure's text is drawn at
-  its font size in points at the image's dpi, so on the page a label measures
-  font size x (rendered width / natural width) x dpi / 72 px.
+* No figure's text is drawn below a readable size: in an SVG each text's size in
+  points is read from the file and scaled to the width it is drawn at; a player's
+  frames carry their smallest text size and dpi (engine.figures.interactive).
+* In the dark theme a figure is dark with light text, not a white box.
+* A pointer resting on a reference to a theorem or a figure previews its target,
+  from this page or another, with no request off the site.
 
 `BOOK_SITE_DIR=/path/to/html` runs the tests on an already built site instead of
 building one (how the tests were checked to fail on the site before the fixes).
@@ -273,31 +276,105 @@ def test_wide_equations_and_tables_scroll_and_say_so(read_only_page, docname, wi
 # -- figures -----------------------------------------------------------------------
 
 
-FIGURE_SCALES = """() => Array.from(document.querySelectorAll(
-    'article figure img, article .cell_output img')).filter(img => img.naturalWidth > 0
-      && img.getBoundingClientRect().width > 0).map(img => ({
-  src: img.getAttribute('src').split('/').pop().slice(0, 24),
-  alt: (img.getAttribute('alt') || '').slice(0, 40),
-  scale: img.getBoundingClientRect().width / img.naturalWidth,
-  opens: !!img.closest('a[href]') || img.classList.contains('eng-zoomable'),
-}))"""
+FIGURE_TEXT = """async () => {
+  const out = [];
+  const images = Array.from(document.querySelectorAll(
+      'article figure img, article .cell_output img')).filter(img => img.naturalWidth > 0
+      && img.getBoundingClientRect().width > 0);
+  for (const img of images) {
+    const src = img.getAttribute('src');
+    const shown = img.getBoundingClientRect().width;
+    const item = {src: src.split('/').pop().slice(0, 24),
+                  alt: (img.getAttribute('alt') || '').slice(0, 40),
+                  opens: !!img.closest('a[href]') || img.classList.contains('eng-zoomable')};
+    const player = img.closest('div.animation') && img.closest('figure, .cell_output');
+    if (src.split('?')[0].endsWith('.svg')) {
+      // matplotlib draws each text at translate(x y) scale(s -s), s = size in pt / 100,
+      // in a drawing whose user unit is the point (viewBox): px = pt x shown / width
+      const text = await (await fetch(img.src)).text();
+      const width = parseFloat(text.match(/viewBox="[\\d.]+ [\\d.]+ ([\\d.]+)/)[1]);
+      const sizes = Array.from(text.matchAll(/scale\\(([\\d.]+) -[\\d.]+\\)/g),
+                               m => 100 * parseFloat(m[1]));
+      item.kind = 'svg';
+      item.pt = Math.min(...sizes);
+      item.px = item.pt * shown / width;
+    } else if (player) {
+      // a player's frames: PNG at data-dpi, smallest text data-text-pt (engine.figures);
+      // a player without them cannot be measured (NaN fails the test)
+      const data = img.closest('.engine-interactive') || {dataset: {}};
+      item.kind = 'player';
+      item.pt = parseFloat(data.dataset.textPt);
+      item.px = item.pt * parseFloat(data.dataset.dpi) / 72 * shown / img.naturalWidth;
+    } else {
+      // a PNG still (a dense figure): engine.figures' smallest label, 8.5 pt at 100 dpi
+      item.kind = 'png';
+      item.pt = 8.5;
+      item.px = 8.5 * 100 / 72 * shown / img.naturalWidth;
+    }
+    out.push(item);
+  }
+  return out;
+}"""
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
 def test_figure_labels_render_at_a_readable_size(read_only_page, docname):
-    """At desktop width, a figure's smallest label (8.5 pt in engine.figures, drawn
-    at the inline backend's dpi) renders at READABLE_PX or more; on any screen, a
-    click opens the figure at full size."""
+    """At desktop width, the smallest text of every figure renders at READABLE_PX or
+    more: measured in an SVG (each text's size, ticks and legends included, at the
+    drawn width) and in a player's frames (their smallest text and dpi, which the
+    player carries); on any screen, a click opens the figure at full size."""
     page = read_only_page(docname, DESKTOP)
-    figures = page.evaluate(FIGURE_SCALES)
-    dpi = 100  # matplotlib's figure.dpi, the inline backend's default
-    small = [f for f in figures if 8.5 * dpi / 72 * f["scale"] < READABLE_PX]
+    figures = page.evaluate(FIGURE_TEXT)
+    small = [f for f in figures if not f["px"] >= READABLE_PX]
     closed = [f for f in figures if not f["opens"]]
-    assert not small, "labels below a readable size:\n" + "\n".join(
-        f"{f['alt'] or f['src']}: scale {f['scale']:.2f}, "
-        f"label {8.5 * dpi / 72 * f['scale']:.1f} px" for f in small)
+    assert not small, "text below a readable size:\n" + "\n".join(
+        f"{f['kind']} {f['alt'] or f['src']}: {f['pt']:.1f} pt drawn at {f['px']:.1f} px"
+        for f in small)
     assert not closed, "figures a click does not open:\n" + "\n".join(
         f["alt"] or f["src"] for f in closed)
+
+
+def test_still_figures_are_svg_and_players_carry_their_text_size(read_only_page):
+    """The still figures of a chapter are SVG (sharp when zoomed); its players say how
+    small their text is, so the size above is measured, not assumed."""
+    page = read_only_page(READER_CHAPTER, DESKTOP)
+    kinds = [f["kind"] for f in page.evaluate(FIGURE_TEXT)]
+    assert "player" in kinds and "png" not in kinds, kinds
+    page = read_only_page("book/tensors", DESKTOP)
+    kinds = [f["kind"] for f in page.evaluate(FIGURE_TEXT)]
+    assert kinds and set(kinds) == {"svg"}, kinds
+
+
+DARK = 60  # a pixel darker than this (0-255 luminance) is dark
+
+
+@pytest.mark.parametrize("width", WIDTHS, ids=str)
+def test_figures_follow_the_dark_theme(reader, shots, width):
+    """Switched to the dark theme with the theme's own button, a figure is no white box:
+    most of it is as dark as the page, and its text and lines are light."""
+    from PIL import Image
+
+    page, errors = reader("book/tensors", WIDTHS[width])
+    switch = _visible(page.locator(".theme-switch-button"))
+    assert switch, "no theme switch"
+    for _ in range(3):  # light -> dark -> auto: click until the page is dark
+        if page.evaluate("() => document.documentElement.dataset.theme") == "dark":
+            break
+        switch[0].click()
+        page.wait_for_timeout(200)
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+    figure = page.locator("article figure img").first
+    figure.scroll_into_view_if_needed()
+    page.wait_for_timeout(200)
+    path = shots / f"reader-dark-figure-{width}.png"
+    figure.screenshot(path=str(path))
+    page.screenshot(path=str(shots / f"reader-dark-page-{width}.png"))
+    grey = Image.open(path).convert("L")
+    pixels = sorted(grey.get_flattened_data() if hasattr(grey, "get_flattened_data") else grey.getdata())
+    median, light = pixels[len(pixels) // 2], pixels[int(len(pixels) * 0.999)]
+    assert median < DARK, f"the figure is a light box in the dark theme (median {median})"
+    assert light > 150, f"no light text or lines on it (99.9th percentile {light})"
+    assert not errors, errors
 
 
 @pytest.mark.parametrize("width", WIDTHS, ids=str)
@@ -366,3 +443,73 @@ def test_search_lists_each_page_once_with_typeset_snippets(reader):
     contents = [r for r in results if r["snippet"].rstrip(". ").endswith("Contents")]
     assert not contents, f"snippets from the page's header, not its text: {contents[:2]}"
     assert not errors, errors
+
+
+# -- hover previews ------------------------------------------------------------------
+
+PREVIEW_TARGET = """link => {
+  const url = new URL(link.getAttribute('href'), location.href);
+  return {id: decodeURIComponent(url.hash.slice(1)), page: url.pathname,
+          same: url.pathname === location.pathname};
+}"""
+
+
+def _hover_preview(page, link):
+    link.scroll_into_view_if_needed()
+    link.hover()
+    box = page.locator("#eng-preview")
+    box.wait_for(state="visible", timeout=5000)
+    page.wait_for_timeout(300)  # a fetched page's math is typeset in the box
+    return box
+
+
+def test_hovering_a_cross_reference_previews_its_target(reader, shots):
+    """At 1280 px, a pointer resting on a reference to a theorem shows the theorem's
+    title and text; on a figure reference, the figure; on a reference to another
+    page's theorem, that theorem (fetched from the site, nothing from elsewhere)."""
+    page, errors = reader(READER_CHAPTER, DESKTOP)
+    requests, failed = [], []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("response", lambda r: failed.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
+
+    theorem = page.locator("article a.reference.internal[href^='#thm-']").first
+    target = theorem.evaluate(PREVIEW_TARGET)
+    title, body = page.evaluate("""id => {
+      const t = document.getElementById(id);
+      return [t.querySelector('.admonition-title').innerText.trim(),
+              t.querySelector('section, .proof-content, p').innerText.trim().slice(0, 30)];
+    }""", target["id"])
+    box = _hover_preview(page, theorem)
+    text = box.inner_text()
+    assert title in text and body in text, (title, body, text[:200])
+    page.screenshot(path=str(shots / "reader-preview-theorem-desktop.png"))
+    page.mouse.move(5, 5)
+    box.wait_for(state="hidden", timeout=3000)
+
+    figure = page.locator("article a.reference.internal[href^='#fig-']").first
+    target = figure.evaluate(PREVIEW_TARGET)
+    src = page.evaluate("id => document.getElementById(id).querySelector('img').src", target["id"])
+    box = _hover_preview(page, figure)
+    assert box.locator("img").count(), "a figure reference previews no image"
+    assert box.locator("img").first.evaluate("i => i.src") == src
+    page.screenshot(path=str(shots / "reader-preview-figure-desktop.png"))
+    page.mouse.move(5, 5)
+
+    page, errors2 = reader("book/forward-mode", DESKTOP)
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("requestfailed", lambda r: failed.append(r.url))
+    page.on("response", lambda r: failed.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
+    other = page.locator("article a.reference.internal[href*='.html#thm-'], "
+                         "article a.reference.internal[href*='.html#def-']").first
+    assert other.count(), "no reference to another page's theorem in forward-mode"
+    box = _hover_preview(page, other)
+    title = box.locator(".admonition-title").first.inner_text()
+    assert re.match(r"(Theorem|Definition) \d+\.\d+", title), title
+    assert not box.locator(".math").count() or box.locator("mjx-container").count(), (
+        "the fetched theorem's math was not typeset")
+    page.screenshot(path=str(shots / "reader-preview-other-page-desktop.png"))
+
+    outside = [u for u in requests if not u.startswith(("http://127.0.0.1", "data:", "blob:"))]
+    assert not outside and not failed, (outside, failed)
+    assert not errors and not errors2, errors + errors2

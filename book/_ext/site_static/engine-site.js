@@ -25,6 +25,13 @@
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
  *    a click, Escape or the close button closes it. A player's frame opens as the
  *    frame it shows.
+ * 8. Hover previews. A pointer resting on a cross-reference to a theorem, definition,
+ *    figure, table or numbered equation shows the target in a box beside the link:
+ *    from this page, or from another page of the site (fetched once, same origin;
+ *    its math typeset by the MathJax already on the page). sphinx-tippy would do
+ *    this, but it names each page's tips file with a random uuid (two builds would
+ *    differ) and loads tippy.js and Popper from a CDN by default; the box needs
+ *    neither library.
  */
 (function () {
   "use strict";
@@ -399,11 +406,132 @@
     }
   }
 
+  var PREVIEWED = "div.proof, figure, div.math, table";
+  var previewPages = {};
+
+  function previewPage(url) {
+    if (!previewPages[url]) {
+      previewPages[url] = fetch(url).then(function (response) {
+        if (!response.ok) {
+          throw new Error(response.status);
+        }
+        return response.text();
+      }).then(function (text) {
+        return new DOMParser().parseFromString(text, "text/html");
+      });
+    }
+    return previewPages[url];
+  }
+
+  function previewTarget(doc, id) {
+    var target = doc.getElementById(id);
+    if (!target) {
+      return null;
+    }
+    // an equation's anchor is a span in front of it; a figure's id is on the figure
+    if (!target.matches(PREVIEWED) && target.nextElementSibling &&
+        target.nextElementSibling.matches(PREVIEWED)) {
+      target = target.nextElementSibling;
+    }
+    return target.matches(PREVIEWED) ? target : null;
+  }
+
+  function previewBox() {
+    var box = document.getElementById("eng-preview");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "eng-preview";
+      box.className = "eng-preview";
+      box.setAttribute("role", "tooltip");
+      box.hidden = true;
+      document.body.appendChild(box);
+    }
+    return box;
+  }
+
+  function showPreview(link, target, base, fetched) {
+    var box = previewBox();
+    var copy = target.cloneNode(true);
+    [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("[id]"))).forEach(
+      function (el) { el.removeAttribute("id"); });
+    copy.querySelectorAll("a.headerlink").forEach(function (a) { a.remove(); });
+    copy.querySelectorAll("img[src]").forEach(function (img) {
+      img.src = new URL(img.getAttribute("src"), base).href;
+      img.classList.remove("eng-zoomable");
+    });
+    box.innerHTML = "";
+    box.appendChild(copy);
+    box.hidden = false;
+    var rect = link.getBoundingClientRect();
+    var width = Math.min(520, document.documentElement.clientWidth - 16);
+    box.style.width = width + "px";
+    box.style.left = Math.max(8, Math.min(rect.left, document.documentElement.clientWidth - width - 8)) + window.scrollX + "px";
+    var below = rect.bottom + 6;
+    box.style.top = below + window.scrollY + "px";
+    var height = box.getBoundingClientRect().height;
+    if (below + height > window.innerHeight && rect.top - 6 - height > 0) {
+      box.style.top = rect.top - 6 - height + window.scrollY + "px";
+    }
+    if (fetched && window.MathJax && window.MathJax.typesetPromise) {
+      window.MathJax.typesetPromise([box]).catch(function () {});
+    }
+  }
+
+  function hidePreview() {
+    var box = document.getElementById("eng-preview");
+    if (box) {
+      box.hidden = true;
+      box.innerHTML = "";
+    }
+  }
+
+  function hoverPreviews() {
+    var timer = null;
+    var current = null;
+    document.querySelectorAll(".bd-article a.reference.internal[href*='#']").forEach(function (link) {
+      var url = new URL(link.getAttribute("href"), window.location.href);
+      var id = decodeURIComponent(url.hash.slice(1));
+      if (!id || url.origin !== window.location.origin) {
+        return;
+      }
+      var samePage = url.pathname === window.location.pathname;
+      if (samePage && !previewTarget(document, id)) {
+        return; // a section or a code line: the link says enough
+      }
+      link.addEventListener("mouseenter", function () {
+        clearTimeout(timer);
+        current = link;
+        timer = setTimeout(function () {
+          var found = samePage ? Promise.resolve(document) : previewPage(url.pathname);
+          found.then(function (doc) {
+            var target = previewTarget(doc, id);
+            if (target && current === link) {
+              showPreview(link, target, url.href, !samePage);
+            }
+          }).catch(function () {});
+        }, 250);
+      });
+      link.addEventListener("mouseleave", function () {
+        clearTimeout(timer);
+        current = null;
+        hidePreview();
+      });
+      link.addEventListener("focus", function () { link.dispatchEvent(new Event("mouseenter")); });
+      link.addEventListener("blur", function () { link.dispatchEvent(new Event("mouseleave")); });
+    });
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape") {
+        hidePreview();
+      }
+    });
+  }
+
   function start() {
     forwardSidebarToggles();
     // the togglebutton script adds the titles' handlers when the DOM is ready
     setTimeout(solutionTitlesOpen, 0);
     figuresOpenFullSize();
+    hoverPreviews();
     setUpPlayers();
     improveSearch();
     afterMath(function () {
