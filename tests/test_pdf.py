@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-import site_polish  # noqa: E402
+import site_polish
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = ROOT / "_build" / "pdf" / "book.pdf"
@@ -38,7 +37,6 @@ def _flat(text):
 
 
 def _chapter_titles():
-    sys.path.insert(0, str(ROOT / "tests" / "browser"))
     from site_pages import toc_docnames
 
     titles = {}
