@@ -149,3 +149,31 @@ def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
     assert "Executing notebook" not in log, log[-3000:]
     second = verifier.verify(book / "book" / "second.md", root=book, build=build_dir)
     assert second.ok and second.source == "cache", second.report()
+
+
+TRANSPORT_CELL = FRONT + """\
+# Transport
+
+```{code-cell} ipython3
+from ipykernel.kernelapp import IPKernelApp
+
+kernel = IPKernelApp.instance()
+print(kernel.transport, len(kernel.ip) < 90)
+```
+"""
+
+
+def test_kernels_talk_over_unix_sockets_not_tcp_ports(tmp_path):
+    """The build runs two kernels at once, and the numerical-environment matrix more
+    beside them: over TCP each picks "free" ports that another kernel starting at the
+    same moment may pick too (a build died once with `ZMQError: Address already in
+    use`). Sockets in a folder of the run's own cannot collide, and their path stays
+    short (a Unix socket's path is limited to about a hundred bytes)."""
+    import verifier
+
+    book = books.make_book(tmp_path / "book-root", ONE_PATH_CONFIG,
+                           {"transport": TRANSPORT_CELL})
+    result = verifier.verify(book / "book" / "transport.md", root=book,
+                             build=book / "_build", use_cache=False)
+    printed = result.executed_nb.cells[-1].outputs[0]["text"]
+    assert printed == "ipc True\n", printed

@@ -36,11 +36,12 @@ ARCHIVE = "downloads/autodiff-book.zip"
 LISTING_TAG = "engine-listing"
 
 RUNNER = r'''
-import json, os, sys, time
+import json, os, shutil, sys, tempfile, time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
+from traitlets.config import Config
 
 folder, out, timeout = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 
@@ -51,9 +52,15 @@ def run(path):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
+    sockets = tempfile.mkdtemp(prefix="k")  # Unix sockets: two kernels may pick one TCP port
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+                            resources={"metadata": {"path": str(path.parent)}},
+                            config=Config({"KernelManager": {"transport": "ipc",
+                                           "ip": os.path.join(sockets, "s")}}))
+    try:
+        client.execute()
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     target = out / path.relative_to(folder)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)

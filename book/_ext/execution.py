@@ -15,8 +15,10 @@ import copy
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -94,10 +96,8 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
     failures holds timeouts and kernel deaths only (errors are outputs, checked with
     the rest); a cell that timed out gets an error output saying so.
     """
-    from checks import Failure
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from nbformat.v4 import new_output
+    from traitlets.config import Config
 
     build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
     nb = copy.deepcopy(chapter.nb)
@@ -111,8 +111,14 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
         value = cell.metadata.get("timeout", timeout)
         return None if value is None or value < 0 else value
 
+    # Unix sockets in a folder of this run's own, not TCP ports: kernels started at the
+    # same moment (two per build, more beside it in the tests) can pick the same "free"
+    # port. The folder is short-named, as a socket's path is limited to about 100 bytes.
+    sockets = tempfile.mkdtemp(prefix="k")
     client = NotebookClient(
         nb, timeout=timeout, allow_errors=True,
+        config=Config({"KernelManager": {"transport": "ipc",
+                                         "ip": os.path.join(sockets, "s")}}),
         record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
         coalesce_streams=True,  # one stream output per name, however the kernel cut it
         kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
@@ -124,6 +130,19 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
     seconds, failures = {}, []
     start = time.perf_counter()
     client.reset_execution_trackers()
+    try:
+        run_cells(client, nb, lines, timeout_of, seconds, failures, variables)
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    return nb, seconds, failures, time.perf_counter() - start
+
+
+def run_cells(client, nb, lines, timeout_of, seconds, failures, variables):
+    """Start the kernel, run every code cell in order, stop at a timeout or a dead kernel."""
+    from checks import Failure
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbformat.v4 import new_output
+
     with client.setup_kernel(env={**os.environ, **variables}):
         info = client.wait_for_reply(client.kc.kernel_info())
         if info is not None and "language_info" in info["content"]:
@@ -147,7 +166,6 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
                 break
             seconds[lines[index]] = time.perf_counter() - t0
         client.set_widgets_metadata()
-    return nb, seconds, failures, time.perf_counter() - start
 
 
 def run_problems(chapter, executed, failures):
