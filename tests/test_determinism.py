@@ -98,16 +98,6 @@ def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
     assert [o["text"] for o in cell.outputs] == ["before\nafter\n"]
 
 
-STAMP_PROBE = """\
-title: stamp probe
-only_build_toc_files: true
-exclude_patterns: [_build]
-sphinx:
-  local_extensions:
-    site_polish: book/_ext
-"""
-
-
 @pytest.mark.slow
 def test_a_rebuild_after_a_static_file_edit_restamps_every_page(tmp_path):
     """A warm rebuild after an edit of engine-site.js alone rewrites no page (no source
@@ -116,7 +106,7 @@ def test_a_rebuild_after_a_static_file_edit_restamps_every_page(tmp_path):
     new file's checksum, or a browser keeps the cached old script."""
     from sphinx.builders.html._assets import _file_checksum
 
-    book = books.make_book(tmp_path / "probe", STAMP_PROBE,
+    book = books.make_book(tmp_path / "probe", books.SITE_POLISH_CONFIG,
                            {"one": "# One\n\nText.\n", "two": "# Two\n\nMore text.\n"})
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))

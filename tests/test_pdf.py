@@ -139,16 +139,6 @@ def test_a_site_given_the_pdf_carries_it_and_links_it_once(tmp_path):
     assert (html / "book.pdf").read_bytes() == pdf.read_bytes()
 
 
-PROBE = """\
-title: pdf link probe
-only_build_toc_files: true
-exclude_patterns: [_build]
-sphinx:
-  local_extensions:
-    site_polish: book/_ext
-"""
-
-
 @pytest.mark.slow
 def test_a_build_links_the_pdf_of_its_own_build_folder_only(tmp_path):
     """Built without a PDF, the intro links none (and no page asks the server for one);
@@ -156,7 +146,7 @@ def test_a_build_links_the_pdf_of_its_own_build_folder_only(tmp_path):
     carries the file and the intro links it."""
     from support import books
 
-    book = books.make_book(tmp_path / "probe", PROBE, {"one": "# One\n\nText.\n"},
+    book = books.make_book(tmp_path / "probe", books.SITE_POLISH_CONFIG, {"one": "# One\n\nText.\n"},
                            intro="# Intro\n\nThe whole book can also be printed as one PDF.\n")
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))

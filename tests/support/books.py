@@ -32,6 +32,17 @@ kernelspec:
 ---
 """
 
+# A throwaway book with only the site's finishing step (book/_ext/site_polish.py).
+SITE_POLISH_CONFIG = """\
+title: site polish probe
+only_build_toc_files: true
+exclude_patterns: [_build]
+sphinx:
+  local_extensions:
+    site_polish: book/_ext
+"""
+
+
 def make_book(root, config, chapters, intro="# Intro\n\nA throwaway book.\n", pages=None):
     """A book at `root`: `_config.yml`, `book/intro.md`, and one page per chapter
     ({name: full text of book/<name>.md}) listed in `_toc.yml` in that order; `pages`
