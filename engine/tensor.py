@@ -20,6 +20,8 @@ from .shapes import broadcast_shape, unbroadcast
 #> memory
 from .memory import (VersionedArray, check_saved, is_grad_enabled,
                      record_versions, release)
+#> fast
+from .memory import _replaced, write_clock
 
 
 #> tensors
@@ -75,6 +77,8 @@ class Tensor:
         self._data = VersionedArray.of(value)
         if old is not None:  # a tensor given new values has changed: its old array says so
             old.bump()
+            #> fast
+            _replaced[self] = write_clock[0]  # and the closures that saved it must know
 
     #> tensors
     @property
@@ -114,7 +118,7 @@ class Tensor:
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
-            out.saved_versions = record_versions(backward_fn)  # checked by backward
+            out.saved_versions = write_clock[0]  # Step 5: the clock, not the versions
         else:  # a constant: nothing to differentiate, nothing kept
             out.requires_grad, out.parents, out.op = False, (), ""
             out.backward_fn, out.saved_versions = None, ()
