@@ -540,11 +540,16 @@ class Tensor:
                 "no_grad()"
             )
         trouble = FloatingPointTrouble()  # nan or inf made by a closure: warned about after
+        #> fast
+        clock = write_clock[0]  # Step 5: a node made since the last write needs no check
         #> tensors
         order = self.topo_order()
         for node in order:
-            #> memory
-            check_saved(node)  # raises if the graph was freed or a saved value changed
+            #< memory, replaced in fast
+            # check_saved(node)  # raises if the graph was freed or a saved value changed
+            #> fast
+            if node.saved_versions != clock:
+                check_saved(node)  # raises if the graph was freed or a saved value changed
             #> tensors
             if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
                 #< tensors, replaced in fast
@@ -555,18 +560,27 @@ class Tensor:
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
         #> errors
         self._add_grad(self._seed(gradient))
-        #< tensors, replaced in errors
+        #< tensors, replaced in fast
         # for node in reversed(order):
         #     node._run_closure()
+        #< fast, replaced in errors
+        # while order:  # Step 6: each node leaves the list, so that it can go
+        #     node = order.pop()
+        #     node._run_closure()
+        #     if not retain_graph:
+        #         release(node)  # its closure has run: what it saved can go now
         #> errors
         with trouble.watch():
-            for node in reversed(order):
+            while order:  # each node leaves the list, so that it can go (chapter `fast`)
+                node = order.pop()
                 trouble.op = node.op
                 node._run_closure()
-        #> memory
-        if not retain_graph:
-            for node in order:
-                release(node)  # drop closures and parents: saved arrays can be freed
+                if not retain_graph:
+                    release(node)  # its closure has run: what it saved can go now
+        #< memory, replaced in fast
+        # if not retain_graph:
+        #     for node in order:
+        #         release(node)  # drop closures and parents: saved arrays can be freed
         #> errors
         trouble.warn()
 
@@ -575,14 +589,22 @@ class Tensor:
         """Add the VJPs of this node's closure into its parents' grads."""
         if self.backward_fn is None:
             return  # a leaf: its grad is the answer
-        for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+        #< tensors, replaced in fast
+        # for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+        #     if parent.requires_grad:  # constants get no grad
+        #< tensors, replaced in shapes
+        #         parent._add_grad(vjp)
+        #< shapes, replaced in fast
+        #         parent._add_grad(unbroadcast(vjp, parent.shape))
+        #> fast
+        y_bar = self.grad  # Step 6: each attribute read once, into a local
+        for parent, vjp in zip(self.parents, self.backward_fn(y_bar)):
             if parent.requires_grad:  # constants get no grad
-                #< tensors, replaced in shapes
-                # parent._add_grad(vjp)
-                #< shapes, replaced in fast
-                # parent._add_grad(unbroadcast(vjp, parent.shape))
-                #> fast
-                parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
+                vjp = unbroadcast(vjp, parent._data.shape)
+                if parent.grad is None and parent.parents:
+                    parent.grad = vjp  # a result's first VJP, adopted as it is (Step 2)
+                else:
+                    parent._add_grad(vjp, y_bar)
 
     #> errors
     def _seed(self, gradient):
