@@ -21,7 +21,10 @@ from .shapes import broadcast_shape, unbroadcast
 from .memory import (VersionedArray, check_saved, is_grad_enabled,
                      record_versions, release)
 #> fast
+from .memory import _grad_enabled as grad_enabled
 from .memory import _replaced, write_clock
+
+FLOAT64 = np.dtype(np.float64)
 
 
 #> tensors
@@ -111,9 +114,12 @@ class Tensor:
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
         out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks
-        out._data = VersionedArray.of(data)  # the fresh array the operation computed
+        if type(data) is np.ndarray and data.dtype is FLOAT64:  # the usual case: a view
+            out._data = data.view(VersionedArray)  # of the fresh array the operation computed
+        else:
+            out._data = VersionedArray.of(data)  # a scalar, an int array, a view of a view
         out.grad = None  # made by backward, from the first VJP that reaches it
-        if is_grad_enabled() and _needs_grad(parents):
+        if grad_enabled[0] and _needs_grad(parents):  # is_grad_enabled(), without the call
             out.requires_grad = True
             out.parents = parents
             out.op = op
@@ -137,8 +143,11 @@ class Tensor:
         #< tensors, replaced in shapes
         # if other.shape != self.shape:  # chapter `shapes` lets them differ: broadcasting
         #     raise ValueError(f"{op}: shapes {self.shape} and {other.shape} differ")
-        #> shapes
-        broadcast_shape(self.shape, other.shape, op)  # or a ValueError naming both
+        #< shapes, replaced in fast
+        # broadcast_shape(self.shape, other.shape, op)  # or a ValueError naming both
+        #> fast
+        if other._data.shape != self._data.shape:  # equal shapes need no call (Step 6)
+            broadcast_shape(self._data.shape, other._data.shape, op)  # or a ValueError
         #> tensors
         return other
 
@@ -510,12 +519,21 @@ class Tensor:
 
     def topo_order(self):
         """This tensor and its ancestors that need a grad, once each, no node before its parents."""
-        order, visited, stack = [], {id(self)}, [self]
+        #< tensors, replaced in fast
+        # order, visited, stack = [], {id(self)}, [self]
+        #> fast
+        order, visited, stack = [], {self}, [self]  # Step 6: a Tensor hashes by identity
+        #> tensors
         while stack:  # iterative depth-first search: no recursion limit
             node = stack[-1]
             for parent in node.parents:  # go down to the first parent not yet placed
-                if parent.requires_grad and id(parent) not in visited:
-                    visited.add(id(parent))
+                #< tensors, replaced in fast
+                # if parent.requires_grad and id(parent) not in visited:
+                #     visited.add(id(parent))
+                #> fast
+                if parent.requires_grad and parent not in visited:
+                    visited.add(parent)
+                #> tensors
                     stack.append(parent)
                     break
             else:  # all its parents are placed: place the node
@@ -548,7 +566,7 @@ class Tensor:
             #< memory, replaced in fast
             # check_saved(node)  # raises if the graph was freed or a saved value changed
             #> fast
-            if node.saved_versions != clock:
+            if node.saved_versions != clock and node.op:  # a leaf saved nothing
                 check_saved(node)  # raises if the graph was freed or a saved value changed
             #> tensors
             if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
@@ -566,17 +584,19 @@ class Tensor:
         #< fast, replaced in errors
         # while order:  # Step 6: each node leaves the list, so that it can go
         #     node = order.pop()
-        #     node._run_closure()
-        #     if not retain_graph:
-        #         release(node)  # its closure has run: what it saved can go now
+        #     if node.op:  # a leaf has no closure to run and nothing to release
+        #         node._run_closure()
+        #         if not retain_graph:
+        #             release(node)  # its closure has run: what it saved can go now
         #> errors
         with trouble.watch():
             while order:  # each node leaves the list, so that it can go (chapter `fast`)
                 node = order.pop()
-                trouble.op = node.op
-                node._run_closure()
-                if not retain_graph:
-                    release(node)  # its closure has run: what it saved can go now
+                if node.op:  # a leaf has no closure to run and nothing to release
+                    trouble.op = node.op
+                    node._run_closure()
+                    if not retain_graph:
+                        release(node)  # its closure has run: what it saved can go now
         #< memory, replaced in fast
         # if not retain_graph:
         #     for node in order:
@@ -600,7 +620,9 @@ class Tensor:
         y_bar = self.grad  # Step 6: each attribute read once, into a local
         for parent, vjp in zip(self.parents, self.backward_fn(y_bar)):
             if parent.requires_grad:  # constants get no grad
-                vjp = unbroadcast(vjp, parent._data.shape)
+                shape = parent._data.shape
+                if getattr(vjp, "shape", None) != shape:  # no call when nothing was broadcast
+                    vjp = unbroadcast(vjp, shape)
                 if parent.grad is None and parent.parents:
                     parent.grad = vjp  # a result's first VJP, adopted as it is (Step 2)
                 else:
@@ -653,7 +675,8 @@ class Tensor:
         if self.parents:
             self.grad = vjp
         elif (isinstance(vjp, np.ndarray) and vjp.flags.writeable
-              and not np.may_share_memory(vjp, y_bar)):
+              and (vjp.base is None and vjp is not y_bar  # new memory of its own, or
+                   or not np.may_share_memory(vjp, y_bar))):  # at least not y_bar's
             self.grad = vjp.view(np.ndarray)
         else:
             self.grad = np.array(vjp, dtype=np.float64)
