@@ -56,7 +56,15 @@ class VersionedArray(np.ndarray):
 
     def bump(self):
         """Count one change of this array's memory."""
-        _versions[_key(self)] = version_of(self) + 1
+        #< memory, replaced in fast
+        # _versions[_key(self)] = version_of(self) + 1
+        #> fast
+        key = _key(self)
+        _versions[key] = version_of(self) + 1
+        write_clock[0] += 1  # one more write in the process, into any memory
+        ticks = _ticks.setdefault(key, [])
+        ticks.append(write_clock[0])  # when this memory was written
+        del ticks[:-KEPT_TICKS]  # the last few are enough for an exact message
 
     def __repr__(self):
         return repr(self.view(np.ndarray))  # prints as a plain array: array([...])
@@ -95,10 +103,54 @@ def _key(array):
     owner = memory_of(array)
     key = id(owner)
     if key not in _versions:  # forget it before the id can be reused
-        weakref.finalize(owner, _versions.pop, key, None)
+        #< memory, replaced in fast
+        # weakref.finalize(owner, _versions.pop, key, None)
+        #> fast
+        weakref.finalize(owner, _forget, key)
+    #> memory
     return key
 
 
+#> fast
+# The write clock (chapter `fast`, Step 5): the writes counted so far, into any memory. A
+# result notes the clock when it is made; if the clock has not moved when backward reaches
+# it, nothing it saved can have changed, and there is nothing to check.
+write_clock = [0]
+KEPT_TICKS = 8
+_ticks = {}  # id(owner): the clock at each of that memory's last KEPT_TICKS writes
+_replaced = weakref.WeakKeyDictionary()  # tensor: the clock when `x.data = new` replaced it
+
+
+def _forget(key):
+    _versions.pop(key, None)
+    _ticks.pop(key, None)
+
+
+def version_then(array, made):
+    """The version `array`'s memory had when the clock read `made`: its version now less
+    the writes since. With more writes since than are kept, a bound, such as "2 or earlier"."""
+    now, ticks = version_of(array), _ticks.get(id(memory_of(array)), [])
+    since = sum(tick > made for tick in ticks)
+    if since == len(ticks) and len(ticks) < now:  # older writes are forgotten
+        return f"{now - since} or earlier"
+    return now - since
+
+
+def saved_then(node):
+    """(array, its version when `node` was made) for each array `node`'s closure saved."""
+    made = node.saved_versions  # the write clock when the node was made
+    for value in captured(node.backward_fn):
+        if hasattr(value, "backward_fn") and _replaced.get(value, 0) > made:
+            raise RuntimeError(
+                f"a tensor of shape {value.shape} saved by '{node.op}' was given new data "
+                "(x.data = ...) after the forward pass, so its gradient would belong to no "
+                "forward pass. Run the forward pass again after the change.")
+        array = _array_of(value)
+        if array is not None:
+            yield array, version_then(array, made)
+
+
+#> memory
 def _counted(name):
     """ndarray's method `name`, which also counts the write."""
     method = getattr(np.ndarray, name)
@@ -209,7 +261,14 @@ def check_saved(node):
             "memory back. Call backward(retain_graph=True) the first time if you "
             "need a second sweep, or run the forward pass again."
         )
-    for array, version in node.saved_versions:
+    #> fast
+    if node.saved_versions == write_clock[0]:
+        return  # no write anywhere since the node was made: nothing it saved changed
+    #< memory, replaced in fast
+    # for array, version in node.saved_versions:
+    #> fast
+    for array, version in saved_then(node):
+        #> memory
         if version_of(array) != version:
             raise RuntimeError(
                 f"an array of shape {array.shape} saved by '{node.op}' was changed in place "

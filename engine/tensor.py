@@ -20,6 +20,11 @@ from .shapes import broadcast_shape, unbroadcast
 #> memory
 from .memory import (VersionedArray, check_saved, is_grad_enabled,
                      record_versions, release)
+#> fast
+from .memory import _grad_enabled as grad_enabled
+from .memory import _replaced, write_clock
+
+FLOAT64 = np.dtype(np.float64)
 
 
 #> tensors
@@ -75,6 +80,8 @@ class Tensor:
         self._data = VersionedArray.of(value)
         if old is not None:  # a tensor given new values has changed: its old array says so
             old.bump()
+            #> fast
+            _replaced[self] = write_clock[0]  # and the closures that saved it must know
 
     #> tensors
     @property
@@ -107,14 +114,17 @@ class Tensor:
     def _result(self, data, parents, op, backward_fn):
         """Wrap `data` as the output of `op`; record the graph if a parent needs grads."""
         out = Tensor.__new__(Tensor)  # not __init__: no copy, no checks
-        out._data = VersionedArray.of(data)  # the fresh array the operation computed
+        if type(data) is np.ndarray and data.dtype is FLOAT64:  # the usual case: a view
+            out._data = data.view(VersionedArray)  # of the fresh array the operation computed
+        else:
+            out._data = VersionedArray.of(data)  # a scalar, an int array, a view of a view
         out.grad = None  # made by backward, from the first VJP that reaches it
-        if is_grad_enabled() and _needs_grad(parents):
+        if grad_enabled[0] and _needs_grad(parents):  # is_grad_enabled(), without the call
             out.requires_grad = True
             out.parents = parents
             out.op = op
             out.backward_fn = backward_fn
-            out.saved_versions = record_versions(backward_fn)  # checked by backward
+            out.saved_versions = write_clock[0]  # Step 5: the clock, not the versions
         else:  # a constant: nothing to differentiate, nothing kept
             out.requires_grad, out.parents, out.op = False, (), ""
             out.backward_fn, out.saved_versions = None, ()
@@ -133,8 +143,11 @@ class Tensor:
         #< tensors, replaced in shapes
         # if other.shape != self.shape:  # chapter `shapes` lets them differ: broadcasting
         #     raise ValueError(f"{op}: shapes {self.shape} and {other.shape} differ")
-        #> shapes
-        broadcast_shape(self.shape, other.shape, op)  # or a ValueError naming both
+        #< shapes, replaced in fast
+        # broadcast_shape(self.shape, other.shape, op)  # or a ValueError naming both
+        #> fast
+        if other._data.shape != self._data.shape:  # equal shapes need no call (Step 6)
+            broadcast_shape(self._data.shape, other._data.shape, op)  # or a ValueError
         #> tensors
         return other
 
@@ -506,12 +519,21 @@ class Tensor:
 
     def topo_order(self):
         """This tensor and its ancestors that need a grad, once each, no node before its parents."""
-        order, visited, stack = [], {id(self)}, [self]
+        #< tensors, replaced in fast
+        # order, visited, stack = [], {id(self)}, [self]
+        #> fast
+        order, visited, stack = [], {self}, [self]  # Step 6: a Tensor hashes by identity
+        #> tensors
         while stack:  # iterative depth-first search: no recursion limit
             node = stack[-1]
             for parent in node.parents:  # go down to the first parent not yet placed
-                if parent.requires_grad and id(parent) not in visited:
-                    visited.add(id(parent))
+                #< tensors, replaced in fast
+                # if parent.requires_grad and id(parent) not in visited:
+                #     visited.add(id(parent))
+                #> fast
+                if parent.requires_grad and parent not in visited:
+                    visited.add(parent)
+                #> tensors
                     stack.append(parent)
                     break
             else:  # all its parents are placed: place the node
@@ -536,11 +558,16 @@ class Tensor:
                 "no_grad()"
             )
         trouble = FloatingPointTrouble()  # nan or inf made by a closure: warned about after
+        #> fast
+        clock = write_clock[0]  # Step 5: a node made since the last write needs no check
         #> tensors
         order = self.topo_order()
         for node in order:
-            #> memory
-            check_saved(node)  # raises if the graph was freed or a saved value changed
+            #< memory, replaced in fast
+            # check_saved(node)  # raises if the graph was freed or a saved value changed
+            #> fast
+            if node.saved_versions != clock and node.op:  # a leaf saved nothing
+                check_saved(node)  # raises if the graph was freed or a saved value changed
             #> tensors
             if node.parents:  # a result's grad is rebuilt by this sweep; a leaf's adds on
                 #< tensors, replaced in fast
@@ -551,18 +578,29 @@ class Tensor:
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
         #> errors
         self._add_grad(self._seed(gradient))
-        #< tensors, replaced in errors
+        #< tensors, replaced in fast
         # for node in reversed(order):
         #     node._run_closure()
+        #< fast, replaced in errors
+        # while order:  # Step 6: each node leaves the list, so that it can go
+        #     node = order.pop()
+        #     if node.op:  # a leaf has no closure to run and nothing to release
+        #         node._run_closure()
+        #         if not retain_graph:
+        #             release(node)  # its closure has run: what it saved can go now
         #> errors
         with trouble.watch():
-            for node in reversed(order):
-                trouble.op = node.op
-                node._run_closure()
-        #> memory
-        if not retain_graph:
-            for node in order:
-                release(node)  # drop closures and parents: saved arrays can be freed
+            while order:  # each node leaves the list, so that it can go (chapter `fast`)
+                node = order.pop()
+                if node.op:  # a leaf has no closure to run and nothing to release
+                    trouble.op = node.op
+                    node._run_closure()
+                    if not retain_graph:
+                        release(node)  # its closure has run: what it saved can go now
+        #< memory, replaced in fast
+        # if not retain_graph:
+        #     for node in order:
+        #         release(node)  # drop closures and parents: saved arrays can be freed
         #> errors
         trouble.warn()
 
@@ -571,14 +609,24 @@ class Tensor:
         """Add the VJPs of this node's closure into its parents' grads."""
         if self.backward_fn is None:
             return  # a leaf: its grad is the answer
-        for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+        #< tensors, replaced in fast
+        # for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+        #     if parent.requires_grad:  # constants get no grad
+        #< tensors, replaced in shapes
+        #         parent._add_grad(vjp)
+        #< shapes, replaced in fast
+        #         parent._add_grad(unbroadcast(vjp, parent.shape))
+        #> fast
+        y_bar = self.grad  # Step 6: each attribute read once, into a local
+        for parent, vjp in zip(self.parents, self.backward_fn(y_bar)):
             if parent.requires_grad:  # constants get no grad
-                #< tensors, replaced in shapes
-                # parent._add_grad(vjp)
-                #< shapes, replaced in fast
-                # parent._add_grad(unbroadcast(vjp, parent.shape))
-                #> fast
-                parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
+                shape = parent._data.shape
+                if getattr(vjp, "shape", None) != shape:  # no call when nothing was broadcast
+                    vjp = unbroadcast(vjp, shape)
+                if parent.grad is None and parent.parents:
+                    parent.grad = vjp  # a result's first VJP, adopted as it is (Step 2)
+                else:
+                    parent._add_grad(vjp, y_bar)
 
     #> errors
     def _seed(self, gradient):
@@ -627,7 +675,8 @@ class Tensor:
         if self.parents:
             self.grad = vjp
         elif (isinstance(vjp, np.ndarray) and vjp.flags.writeable
-              and not np.may_share_memory(vjp, y_bar)):
+              and (vjp.base is None and vjp is not y_bar  # new memory of its own, or
+                   or not np.may_share_memory(vjp, y_bar))):  # at least not y_bar's
             self.grad = vjp.view(np.ndarray)
         else:
             self.grad = np.array(vjp, dtype=np.float64)

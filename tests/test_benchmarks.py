@@ -17,8 +17,9 @@ def check_workloads(section):
     assert set(section["implementations"]) == {"engine", "engine_memory", "numpy", "torch",
                                                "autograd"}
     assert set(section["ablations"]) == {"engine_without_adopt", "engine_without_wrap",
-                                         "engine_without_plain"}  # chapter fast's steps
-    assert set(section["tried"]) == {"engine_with_clock"}  # tried in fast, not kept
+                                         "engine_without_plain", "engine_without_clock",
+                                         "engine_without_sweep"}  # chapter fast's steps
+    assert set(section["tried"]) == {"engine_with_inplace"}  # tried in fast, not kept
     names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name

@@ -15,7 +15,7 @@ float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU
 and HIPS autograd. The engine runs as the book finishes it, as chapter `memory`
 leaves it (the snapshot before chapter `fast`, written by book/_ext/snapshots.py
 and put first on that worker's PYTHONPATH), with each step of chapter `fast`
-undone in turn (`engine_without_<step>`, workloads.ABLATIONS), and with a change
+undone in turn (`engine_without_<step>`, workloads.ABLATIONS), and with any change
 that chapter tried and did not keep (`engine_with_<name>`, workloads.EXPERIMENTS),
 all in the same rounds. How they are timed, so that the ratios are fair:
 

@@ -361,6 +361,8 @@ ABLATIONS = {  # the step of chapter `fast` each undoes, and how
     "wrap": "Step 1: each result made by Tensor(...)",
     "adopt": "Step 2: every first VJP copied",
     "plain": "Step 4: NumPy's results left versioned",
+    "clock": "Step 5: every operation notes its saved arrays' versions",
+    "sweep": "Step 6: the sweep of chapter memory",
 }
 
 
@@ -385,10 +387,68 @@ def ablate(step):
                 out.parents = parents
                 out.op = op
                 out.backward_fn = backward_fn
-                out.saved_versions = T.record_versions(backward_fn)
+                out.saved_versions = T.write_clock[0]
             return out
 
         T.Tensor._result = constructed_result
+    elif step == "clock":
+        import engine.memory as M
+
+        def noting_result(self, data, parents, op, backward_fn):  # Step 1's, noting versions
+            out = T.Tensor.__new__(T.Tensor)
+            out._data = T.VersionedArray.of(data)
+            out.grad = None
+            if T.is_grad_enabled() and T._needs_grad(parents):
+                out.requires_grad = True
+                out.parents = parents
+                out.op = op
+                out.backward_fn = backward_fn
+                out.saved_versions = T.record_versions(backward_fn)  # chapter memory's note
+            else:
+                out.requires_grad, out.parents, out.op = False, (), ""
+                out.backward_fn, out.saved_versions = None, ()
+            return out
+
+        def check_every_pair(node):  # chapter memory's check_saved
+            if M.is_freed(node):
+                return M.check_saved(node)  # raises: the graph was freed
+            for array, version in node.saved_versions:
+                if M.version_of(array) != version:
+                    raise RuntimeError(f"an array of shape {array.shape} saved by "
+                                       f"'{node.op}' was changed in place")
+
+        T.Tensor._result = noting_result
+        T.check_saved = check_every_pair  # a tuple is never the clock: every node checked
+    elif step == "sweep":
+        from engine.shapes import unbroadcast
+
+        def backward(self, gradient=None, retain_graph=False):  # before Step 6
+            if not self.requires_grad:
+                raise RuntimeError("backward: this tensor does not require a gradient")
+            trouble = T.FloatingPointTrouble()
+            order = self.topo_order()
+            for node in order:
+                T.check_saved(node)
+                if node.parents:
+                    node.grad = None
+            self._add_grad(self._seed(gradient))
+            with trouble.watch():
+                for node in reversed(order):
+                    trouble.op = node.op
+                    node._run_closure()
+            if not retain_graph:
+                for node in order:
+                    T.release(node)
+            trouble.warn()
+
+        def run_closure(self):
+            if self.backward_fn is None:
+                return
+            for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+                if parent.requires_grad:
+                    parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
+
+        T.Tensor.backward, T.Tensor._run_closure = backward, run_closure
     else:
         raise ValueError(f"no step {step!r} to undo: {', '.join(ABLATIONS)}")
 
@@ -396,42 +456,36 @@ def ablate(step):
 # -- a step tried and not kept: measured beside the others, applied by patching ---------
 
 EXPERIMENTS = {
-    "clock": "versions noted only once memory has been written, checks skipped when nothing was",
+    "inplace": "VJPs of sin and tanh computed into their first temporary",
 }
 
 
 def experiment(name):
     """Apply the change `name`, which chapter `fast` tried and did not keep, to the engine."""
-    import engine.memory as M
     import engine.tensor as T
 
-    if name != "clock":
+    if name != "inplace":
         raise ValueError(f"no experiment {name!r}: {', '.join(EXPERIMENTS)}")
-    writes = [0]  # the write clock: counted writes so far, in any memory
-    counted_bump = M.VersionedArray.bump
 
-    def bump(self):
-        counted_bump(self)
-        writes[0] += 1
+    def sin(self):
+        def backward_fn(y_bar):
+            x_bar = np.cos(self.data)  # a new array: the product goes into it
+            x_bar *= y_bar
+            return (x_bar,)
 
-    def record_versions(backward_fn):
-        if not M._versions:  # no memory written yet: every saved array is at version 0
-            return (writes[0], ())
-        return (writes[0], M.record_versions(backward_fn))
+        return self._result(np.sin(self.data), (self,), "sin", backward_fn)
 
-    def check_saved(node):
-        if M.is_freed(node) or not node.saved_versions:
-            return M.check_saved(node)  # raises for a freed graph; a leaf has nothing saved
-        clock, recorded = node.saved_versions
-        if clock == writes[0]:
-            return  # nothing was written anywhere since the node was made
-        noted = {id(array): version for array, version in recorded}
-        arrays = [M._array_of(v) for v in M.captured(node.backward_fn)]
-        node.saved_versions = tuple((a, noted.get(id(a), 0)) for a in arrays if a is not None)
-        M.check_saved(node)
+    def tanh(self):
+        y = np.tanh(self.data)
 
-    M.VersionedArray.bump = bump
-    T.record_versions, T.check_saved = record_versions, check_saved
+        def backward_fn(y_bar):
+            x_bar = 1.0 - y * y
+            x_bar *= y_bar
+            return (x_bar,)
+
+        return self._result(y, (self,), "tanh", backward_fn)
+
+    T.Tensor.sin, T.Tensor.tanh = sin, tanh
 
 
 def setup(workload, implementation, data=None):
