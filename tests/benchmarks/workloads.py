@@ -60,7 +60,7 @@ WORKLOADS = {
         "measures": "matrix products",
         "size": "-".join(map(str, MLP_SIZES)) + f", batch {MLP_BATCH}",
         "description": "A two-hidden-layer perceptron 784-256-256-10 with tanh, a batch of 64 "
-                       "and the mean cross-entropy loss: the time goes into six matrix "
+                       "and the mean cross-entropy loss: the time goes into eight matrix "
                        "products, so the BLAS library decides it.",
     },
     "chain": {
