@@ -283,3 +283,22 @@ def test_checkpoint_gives_the_same_gradients_and_keeps_less():
     loss.backward()
     for p, g in zip(plain.parameters(), expected):
         np.testing.assert_allclose(p.grad, g, rtol=1e-12, atol=1e-12)
+
+
+def test_new_data_for_a_saved_tensor_is_caught_at_backward():
+    x = Tensor([1.0, 2.0])
+    y = (x * x).sum()
+    x.data = np.array([3.0, 4.0])
+    with pytest.raises(RuntimeError, match=r"saved by '\*'.*after the forward pass"):
+        y.backward()
+
+
+@pytest.mark.chapter("fast")
+def test_the_write_clock_says_new_data_was_given_not_two_versions():
+    """fast's write clock keeps no versions of a replaced array: it says what happened."""
+    x = Tensor([1.0, 2.0])
+    y = (x * x).sum()
+    x.data = np.array([3.0, 4.0])
+    with pytest.raises(RuntimeError, match=r"shape \(2,\) saved by '\*' was given new data "
+                                           r"\(x\.data = \.\.\.\) after the forward pass"):
+        y.backward()
