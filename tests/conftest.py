@@ -67,20 +67,20 @@ def pytest_collection_modifyitems(config, items):
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-    # the numerical-environment matrix runs in the background from the session's start
-    # (tests/test_numerics.py): its tests go last, to read its results (a stable sort keeps
-    # the random order of everything else)
-    items.sort(key=is_matrix_test)
+    # what a test module starts in the background as the session starts (the matrix of
+    # tests/test_numerics.py, the second build of tests/test_determinism.py) is read by its
+    # tests last (a stable sort keeps the random order of everything else)
+    items.sort(key=reads_background)
 
 
-def is_matrix_test(item):
-    return getattr(item, "originalname", None) == "test_chapter_verifies_in_environment"
+def reads_background(item):
+    check = getattr(getattr(item, "module", None), "reads_background", None)
+    return bool(check and check(item))
 
 
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    matrix_tests = [item for item in session.items if is_matrix_test(item)]
-    if matrix_tests:
-        folder = session.config.rootpath / "_build" / "numerics"
-        matrix_tests[0].module.start_in_background(folder)
+    modules = {item.module for item in session.items if reads_background(item)}
+    for module in sorted(modules, key=lambda m: m.__name__):
+        module.start_in_background(session.config.rootpath / "_build")

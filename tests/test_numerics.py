@@ -127,11 +127,17 @@ class Background:
 _background = []
 
 
-def start_in_background(out_dir):
+def reads_background(item):
+    """The matrix's own tests (tests/conftest.py runs them last)."""
+    return getattr(item, "originalname", None) == "test_chapter_verifies_in_environment"
+
+
+def start_in_background(build):
     """Start the matrix now (tests/conftest.py calls this once the session is collected)."""
     if not _background:
+        out_dir = Path(build) / "numerics"
         shutil.rmtree(out_dir, ignore_errors=True)  # no result of an earlier session is read
-        Path(out_dir).mkdir(parents=True)
+        out_dir.mkdir(parents=True)
         _background.append(Background(MATRIX, out_dir))
 
 
