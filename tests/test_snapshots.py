@@ -13,6 +13,7 @@
 import ast
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -217,14 +218,55 @@ def _test_files(chapter):
     return sorted(str(p) for p in (ROOT / "tests").glob("test_*.py") if mark.search(p.read_text()))
 
 
-@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if _test_files(c)])
-def test_the_engine_tests_of_a_chapter_pass_on_its_snapshot(chapter, tmp_path):
-    folder = snapshots.snapshot_folder(chapter, tmp_path, ROOT)  # with the finder fix
-    done = subprocess.run(
+def run_engine_tests(chapter, folder):
+    """The engine tests marked for `chapter`, run by pytest on its snapshot in `folder`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    snapshot = snapshots.snapshot_folder(chapter, folder, ROOT)  # with the finder fix
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT),
          "-c", str(ROOT / "pyproject.toml"), "--engine-chapter", chapter, *_test_files(chapter)],
-        cwd=tmp_path, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(folder)}, timeout=600)
+        cwd=folder, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(snapshot)}, timeout=600)
+
+
+_background = {}  # chapter -> the future of its run
+
+
+def reads_background(item):
+    """The per-chapter runs below (tests/conftest.py runs these tests last)."""
+    return getattr(item, "originalname", None) == (
+        "test_the_engine_tests_of_a_chapter_pass_on_its_snapshot")
+
+
+def start_in_background(build):
+    """Run every chapter's engine tests one after another beside the session, on one core
+    (tests/conftest.py calls this once the session is collected): each is a pytest of its
+    own, and the rest of the session mostly leaves a core free."""
+    if _background:
+        return
+    import concurrent.futures
+    import threading
+
+    folder = Path(build) / "snapshot-tests"
+    shutil.rmtree(folder, ignore_errors=True)
+    for chapter in [c for c in CHAPTERS if _test_files(c)]:
+        _background[chapter] = concurrent.futures.Future()
+
+    def run_all():  # a daemon thread: a session that stops early does not wait for it
+        for chapter, future in _background.items():
+            try:
+                future.set_result(run_engine_tests(chapter, folder / chapter))
+            except Exception as error:
+                future.set_exception(error)
+
+    threading.Thread(target=run_all, daemon=True).start()
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if _test_files(c)])
+def test_the_engine_tests_of_a_chapter_pass_on_its_snapshot(chapter, tmp_path):
+    future = _background.get(chapter)
+    done = future.result() if future else run_engine_tests(chapter, tmp_path)
     assert done.returncode == 0, f"on the engine as of {chapter}:\n{done.stdout[-4000:]}"
     assert re.search(r"\d+ passed", done.stdout), done.stdout[-2000:]
 
