@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import execution
 import site_polish
 import verifier
 from site_pages import BUILD_COMMAND, BuildFailed, build_site
-from support import books
+from support import background, books
 from support.books import FRONT
 
 ROOT = verifier.ROOT
@@ -214,23 +213,16 @@ class SecondBuild:
         if pdf.exists():
             (self.out / "_build" / "pdf").mkdir(parents=True)
             shutil.copyfile(pdf, self.out / "_build" / "pdf" / "book.pdf")
-        self.result = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.future = background.start(self._run)
 
     def _run(self):
         start = time.perf_counter()
-        try:
-            code, log = books.run_build(
-                ROOT, command=["--path-output", str(self.out), *BUILD_COMMAND[3:]],
-                timeout=1800)
-        except Exception as error:  # shown by the tests that wait for it
-            code, log = None, f"the second build did not run: {error!r}"
-        self.result = (code, log, time.perf_counter() - start)
+        code, log = books.run_build(
+            ROOT, command=["--path-output", str(self.out), *BUILD_COMMAND[3:]], timeout=1800)
+        return code, log, time.perf_counter() - start
 
     def wait(self):
-        self.thread.join()
-        return self.result
+        return self.future.result()
 
 
 _background = []

@@ -23,7 +23,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import book_config
 import cells
 import numerics
 import verifier
+from support import background
 from support.books import FRONT
 
 ROOT = verifier.ROOT
@@ -97,31 +97,17 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
 
 
 class Background:
-    """The matrix run in a thread, on one core until `all_cores()` is called."""
+    """The matrix run beside the session, on one core until `wait()` gives it both."""
 
     def __init__(self, environments, out_dir):
         self.cores = 1
         self.started = time.perf_counter()
-        self.results = None
-        self.thread = threading.Thread(target=self._run, args=(environments, out_dir),
-                                       daemon=True)
-        self.thread.start()
-
-    def _run(self, environments, out_dir):
-        try:
-            self.results = run_matrix(environments, out_dir, cores=lambda: self.cores)
-        except Exception as error:  # shown by the tests that wait for the results
-            self.results = {e.name: {"chapters": {}, "returncode": None, "seconds": 0,
-                                     "log": f"the matrix did not run: {error!r}"}
-                            for e in environments}
-
-    def all_cores(self):
-        self.cores = min(os.cpu_count() or 1, 2)
+        self.future = background.start(run_matrix, environments, out_dir, (),
+                                       ROOT, lambda: self.cores)
 
     def wait(self):
-        self.all_cores()
-        self.thread.join()
-        return self.results
+        self.cores = min(os.cpu_count() or 1, 2)
+        return self.future.result()
 
 
 _background = []

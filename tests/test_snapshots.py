@@ -245,22 +245,13 @@ def start_in_background(build):
     own, and the rest of the session mostly leaves a core free."""
     if _background:
         return
-    import concurrent.futures
-    import threading
+    from support import background
 
     folder = Path(build) / "snapshot-tests"
     shutil.rmtree(folder, ignore_errors=True)
-    for chapter in [c for c in CHAPTERS if _test_files(c)]:
-        _background[chapter] = concurrent.futures.Future()
-
-    def run_all():  # a daemon thread: a session that stops early does not wait for it
-        for chapter, future in _background.items():
-            try:
-                future.set_result(run_engine_tests(chapter, folder / chapter))
-            except Exception as error:
-                future.set_exception(error)
-
-    threading.Thread(target=run_all, daemon=True).start()
+    chapters = [c for c in CHAPTERS if _test_files(c)]
+    futures = background.start_each(run_engine_tests, [(c, folder / c) for c in chapters])
+    _background.update(zip(chapters, futures))
 
 
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if _test_files(c)])
