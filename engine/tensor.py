@@ -25,6 +25,13 @@ from .memory import _grad_enabled as grad_enabled
 from .memory import _replaced, write_clock
 
 FLOAT64 = np.dtype(np.float64)
+_ONE = np.ones(1)
+_ONE.flags.writeable = False  # the one entry behind every seed of backward (Step 7)
+
+
+def seed_ones(shape):
+    """Ones of `shape` that take no memory: every entry is the same read-only 1.0 (Step 7)."""
+    return np.ndarray(shape, FLOAT64, _ONE, 0, (0,) * len(shape))
 
 
 #> tensors
@@ -574,8 +581,10 @@ class Tensor:
                 # node.grad = np.zeros(node.shape)
                 #> fast
                 node.grad = None  # made from the first VJP that reaches it
-        #< tensors, replaced in errors
+        #< tensors, replaced in fast
         # self._add_grad(np.ones(self.shape) if gradient is None else gradient)
+        #< fast, replaced in errors
+        # self._add_grad(seed_ones(self.shape) if gradient is None else gradient)
         #> errors
         self._add_grad(self._seed(gradient))
         #< tensors, replaced in fast
@@ -632,7 +641,7 @@ class Tensor:
     def _seed(self, gradient):
         """The seed of backward: ones of this tensor's shape, or `gradient`, checked."""
         if gradient is None:
-            return np.ones(self.shape)
+            return seed_ones(self.shape)  # read-only ones (chapter `fast`, Step 7)
         gradient = float64_array(gradient, requires_grad=False, copy=True,
                                  what="backward: the seed")
         if gradient.shape != self.shape:

@@ -222,6 +222,33 @@ def test_a_result_has_no_grad_until_backward_makes_one():
     assert b.grad.tolist() == [1.0]
 
 
+@pytest.mark.chapter("fast")  # Step 7: the seed takes no memory
+def test_the_seed_of_ones_takes_no_memory_and_a_leaf_root_gets_its_own_grad():
+    import tracemalloc
+
+    from engine.tensor import seed_ones
+
+    tracemalloc.start()
+    seed = seed_ones((100_000,))
+    seeded = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seeded < 1_000, f"the seed allocated {seeded} bytes"
+    assert seed.tolist() == [1.0] * 100_000 and not seed.flags.writeable
+    x = Tensor(np.arange(1.0, 100_001.0))
+    y = x * 2.0
+    y.backward()
+    assert y.grad.strides == (0,) and not y.grad.flags.writeable  # the root keeps the seed
+    assert x.grad.tolist() == [2.0] * 100_000
+    x.grad += 1.0  # a leaf's grad is its own, writable array
+    leaf = Tensor([1.0, 2.0])
+    leaf.backward()  # the root is a leaf: the seed is copied into a grad of its own
+    assert leaf.grad.tolist() == [1.0, 1.0] and leaf.grad.flags.writeable
+    leaf.grad[0] = 5.0
+    other = Tensor([3.0])
+    other.backward()
+    assert other.grad.tolist() == [1.0], "two leaves' seeds must not share memory"
+
+
 @pytest.mark.chapter("training")  # zero_grad() sets None
 def test_a_leaf_whose_grad_was_set_to_none_starts_again():
     x = Tensor([1.0, 2.0])
