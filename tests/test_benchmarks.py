@@ -19,7 +19,8 @@ def check_workloads(section):
     assert set(section["ablations"]) == {"engine_without_adopt", "engine_without_wrap",
                                          "engine_without_plain", "engine_without_clock",
                                          "engine_without_sweep", "engine_without_seed"}  # chapter fast's steps
-    assert set(section["tried"]) == {"engine_with_inplace"}  # tried in fast, not kept
+    assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
+                                     "engine_with_unchecked"}
     names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name

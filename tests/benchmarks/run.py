@@ -596,24 +596,24 @@ def workloads_table(section):
     short = {i: i.replace("engine_without_", "w/o ").replace("engine_with_", "w/ ")
              .replace("engine_memory", "before")
              for i in impls}
-    lines = [f"{'workload':<16}" + "".join(f"{short[i]:>12}" for i in impls)
+    lines = [f"{'workload':<16}" + "".join(f" {short[i]:>12}" for i in impls)
              + f"{'engine / torch':>16}{'engine / numpy':>16}   target"]
     for name, w in section["workloads"].items():
         times = w["times"]
         target = w["target"]
         row = f"{name:<16}" + "".join(
-            f"{fmt_time(times[i]['median']) if i in times else '-':>12}" for i in impls)
+            f" {fmt_time(times[i]['median']) if i in times else '-':>12}" for i in impls)
         row += f"{w['ratios'].get('torch', float('nan')):>15.2f}x"
         row += f"{w['ratios'].get('numpy', float('nan')):>15.2f}x"
         row += (f"   <= {target['ratio']:.2f}x {target['versus']}: "
                 + ("met" if target["met"] else "NOT met"))
         lines.append(row)
-    lines.append(f"{'page faults':<16}" + "".join(f"{short[i]:>12}" for i in impls)
+    lines.append(f"{'page faults':<16}" + "".join(f" {short[i]:>12}" for i in impls)
                  + "   (minor, per iteration, median)")
     for name, w in section["workloads"].items():
         lines.append(f"{name:<16}" + "".join(
-            f"{w['times'][i]['page_faults']:>12.0f}" if "page_faults" in w["times"].get(i, {})
-            else f"{'-':>12}" for i in impls))
+            f" {w['times'][i]['page_faults']:>12.0f}" if "page_faults" in w["times"].get(i, {})
+            else f" {'-':>12}" for i in impls))
     m = section["machine"]
     lines.append(f"median of {section['settings']['repeats']} rounds per implementation, one "
                  f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
