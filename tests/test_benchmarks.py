@@ -1,8 +1,10 @@
 """The benchmark script (tests/benchmarks/run.py) runs, checks before it times, and stores
-what the pages fast and speed read. Timings are not tested: only that they exist and fit together."""
+what the pages fast, speed and report read. Timings are not tested: only that they exist and fit
+together."""
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -49,7 +51,7 @@ def test_a_quick_run_checks_times_and_stores_one_workload(tmp_path):
     check_workloads(section)
 
 
-def test_the_stored_results_have_everything_the_speed_page_reads():
+def test_the_stored_results_have_everything_the_pages_read():
     stored = json.loads(STORED.read_text())
     check_workloads(stored["workloads"])
     assert list(stored["workloads"]["workloads"]) == [
@@ -66,3 +68,20 @@ def test_the_engine_before_fast_that_the_chapter_reads_is_the_snapshot_of_memory
 
     stored = json.loads((ROOT / "book" / "data" / "engine-before-fast.json").read_text())
     assert stored == run.engine_before(), "stale: run tests/benchmarks/run.py --engine-before"
+
+
+def test_a_page_runs_as_the_build_timing_s_plain_script(tmp_path):
+    """The build timing runs each chapter's cells as one script written outside the book,
+    from the chapter's folder (run.run_build): the report's cells import the module beside
+    them, book/benchmark_results.py, as the kernel finds it there."""
+    import cells
+    import execution
+    import run
+
+    path = ROOT / "book" / "report.md"
+    script = tmp_path / "report.py"
+    script.write_text(run.chapter_script(cells.read_chapter(path, ROOT)))
+    env = {**os.environ, "MPLBACKEND": "Agg", **execution.kernel_env(path, tmp_path, ROOT)}
+    done = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -53,11 +53,13 @@ With `--commit REV` both parts measure that commit as `git archive` gives it
 not leak in; otherwise the working tree is measured, and the results say
 whether it had uncommitted changes.
 
-Results go to book/data/benchmarks.json (the appendix page `book/speed.md`
-draws its table and plot from it). A full run of the workloads replaces their
-section, a build run replaces the build section; each section records its date,
-commit and machine. `--only` and `--quick` runs are printed, not written,
-unless `--out` names a file.
+Results go to book/data/benchmarks.json. The workloads' section is what chapter
+`book/fast.md` and the appendix page `book/speed.md` draw their tables and
+figures from; the build's section is shown by the execution report,
+`book/report.md`. A full run of the workloads replaces their section, a build
+run replaces the build section; each section records its date, commit and
+machine. `--only` and `--quick` runs are printed, not written, unless `--out`
+names a file.
 """
 
 import os
@@ -487,8 +489,10 @@ CLOSE_FIGURES = ("if 'matplotlib.pyplot' in sys.modules:\n"
 def chapter_script(chapter):
     """A chapter's code cells as one plain script (matplotlib's Agg backend, every figure
     closed after each cell as the notebook's inline backend does); a `raises-exception`
-    cell may raise."""
-    parts = ["import sys\nimport matplotlib\nmatplotlib.use('Agg')\n"]
+    cell may raise. It imports from the chapter's folder, its cwd, as a kernel does
+    (book/benchmark_results.py): a script's own folder is the one Python puts on sys.path."""
+    parts = ["import sys\nsys.path.insert(0, '')  # the cwd, the chapter's folder\n"
+             "import matplotlib\nmatplotlib.use('Agg')\n"]
     for cell in chapter.cells:
         source = "\n".join(line for line in cell.source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))

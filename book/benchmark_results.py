@@ -1,0 +1,44 @@
+"""The benchmark's stored results, for the pages that show them.
+
+`tests/benchmarks/run.py` writes `book/data/benchmarks.json`: a section `workloads`
+(the appendix speed and chapter fast read it) and a section `build` (the execution
+report reads it). Each section says where and when it was measured; `machine` puts
+that into one sentence, and `missing` is what a page shows when the file has no such
+section. The pages' cells run in book/, so `import benchmark_results` finds this file;
+each page names it in its front matter's `data_files`, so the page runs again when it
+changes and a downloaded notebook carries it.
+"""
+
+import json
+from pathlib import Path
+
+from IPython.display import Markdown
+
+RESULTS = Path("data") / "benchmarks.json"  # book/data/benchmarks.json, beside the pages
+
+
+def load():
+    """The stored results ({} when the benchmark has never been run here)."""
+    return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+
+
+def missing(what):
+    return Markdown(f"*No {what} in `{RESULTS}` here: run `python tests/benchmarks/run.py` "
+                    "from the root of the book's repository.*")
+
+
+def machine(section, what, all_libraries=True):
+    """One sentence: the machine, libraries, commit, date and load of a stored section."""
+    m, c = section["machine"], section["commit"]
+    commit = f"`{c['short']}`" + (" with uncommitted changes" if c["dirty"] else "")
+    libraries = [f"Python {m['python']}", f"NumPy {m['numpy']} ({m['numpy_blas']})"]
+    if all_libraries:
+        libraries += [f"PyTorch {m['torch']} ({m['torch_blas']})", f"autograd {m['autograd']}"]
+    load = m["load_average"][0]
+    after = m.get("load_average_after", [load])[0]
+    return Markdown(
+        f"{what} on **{m['cpu']}** ({m['cores']} cores, {m['system']}), "
+        f"{', '.join(libraries)}; commit {commit}, {section['date'][:16].replace('T', ' ')} "
+        f"UTC. Load average (one minute) {load:g} before the run and {after:g} after: "
+        f"with {m['cores']} cores, anything near or above {m['cores']} means other programs "
+        "were competing for the processor.")
