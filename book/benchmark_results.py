@@ -3,8 +3,8 @@
 `tests/benchmarks/run.py` writes `book/data/benchmarks.json`: a section `workloads`
 (the appendix speed and chapter fast read it) and a section `build` (the execution
 report reads it). Each section says where and when it was measured; `machine` puts
-that into one sentence, and `missing` is what a page shows when the file has no such
-section. The pages' cells run in book/, so `import benchmark_results` finds this file;
+that into one sentence, `duration` writes a time, and `missing` is what a page shows
+when the file has no such section. The pages' cells run in book/, so `import benchmark_results` finds this file;
 each page names it in its front matter's `data_files`, so the page runs again when it
 changes and a downloaded notebook carries it.
 """
@@ -42,3 +42,11 @@ def machine(section, what, all_libraries=True):
         f"UTC. Load average (one minute) {load:g} before the run and {after:g} after: "
         f"with {m['cores']} cores, anything near or above {m['cores']} means other programs "
         "were competing for the processor.")
+
+
+def duration(seconds):
+    """A time in the unit that suits it, three significant digits (e.g. 174 µs, 9.87 ms)."""
+    scale, unit = (1e6, "µs") if seconds < 1e-3 else (1e3, "ms") if seconds < 1 else (1, "s")
+    value = seconds * scale
+    digits = 0 if value >= 100 else 1 if value >= 10 else 2
+    return f"{value:.{digits}f}\u00a0{unit}"  # a no-break space: the unit stays with its number
