@@ -28,7 +28,8 @@ def check_workloads(section):
         assert set(w["times"]) == names, name
         for impl, t in w["times"].items():
             assert t["checked"] and t["gradient_difference"] <= 1e-12, (name, impl)
-            assert t["median"] > 0 and len(t["samples"]) == section["settings"]["repeats"]
+            assert t["median"] > 0 and len(t["samples"]) == (
+                section["settings"]["repeats"] * section["settings"]["processes"])
             assert t["page_faults"] >= 0 and t["first"]["faults"] >= 0, (name, impl)
         # the engine before chapter fast is the snapshot of memory, not the package
         assert "/snapshots/memory-" in w["times"]["engine_memory"]["info"]["engine_file"]

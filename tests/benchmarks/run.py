@@ -34,8 +34,12 @@ all in the same rounds. How they are timed, so that the ratios are fair:
   least `--min-time` seconds. Samples are taken in rounds, one sample per
   implementation per round in a rotating order, so that a change of load on the
   machine hits all four alike; a full collection (gc.collect) precedes every
-  sample. The time of an implementation is the median over rounds of its
-  seconds per iteration; the ratios are ratios of these medians.
+  sample.
+* A worker's time moves by a few percent with its process (where malloc and the
+  kernel happen to place its heap and arrays), so a full run starts a fresh set
+  of workers three times, one set after another, and samples each set for a few
+  rounds. The time of an implementation is the median of all its samples, over
+  every set; the ratios are ratios of these medians.
 
 Build (`--build`): the working tree (tracked and untracked, not ignored files)
 is copied to a temporary folder, so nothing is cached and concurrent edits do
@@ -115,8 +119,11 @@ ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
 TRIED = tuple(f"engine_with_{name}" for name in W.EXPERIMENTS)
 TRIED_LABELS = {f"engine_with_{name}": f"engine with {what}"
                 for name, what in W.EXPERIMENTS.items()}
-FULL = {"repeats": 7, "min_time": 0.2, "warmup": 0.2}
-QUICK = {"repeats": 3, "min_time": 0.05, "warmup": 0.05}
+# `processes` sets of fresh workers, one set after another, each sampled for `repeats` rounds:
+# a worker's time moves by a few percent with its process (where its heap and arrays land),
+# so pooling several processes per implementation keeps one lucky process out of a ratio
+FULL = {"repeats": 3, "processes": 3, "min_time": 0.2, "warmup": 0.2}
+QUICK = {"repeats": 3, "processes": 1, "min_time": 0.05, "warmup": 0.05}
 
 
 # -- one implementation, in its own process -------------------------------------------
@@ -258,43 +265,46 @@ class Worker:
 
 
 def run_workload(workload, implementations, settings, engine_root=None, memory_root=None):
-    """{implementation: {...}} for one workload: check, calibrate, sample in rounds."""
-    workers = [Worker(workload, impl, engine_root, memory_root) for impl in implementations]
-    results = {}
-    try:
-        for w in workers:  # start all, then read: the imports overlap with nothing timed
-            checked = w.ask()
-            results[w.implementation] = {"gradient_difference": checked["difference"],
-                                         "checked": checked["ok"], "info": checked["info"],
-                                         "first": checked["first"]}
-            if not checked["ok"]:
-                raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from the "
-                                 f"NumPy floor by {checked['difference']:.3g} (relative), more "
-                                 f"than {CHECK_TOLERANCE:g}: nothing timed")
-        for w in workers:
-            results[w.implementation]["loops"] = w.ask(
-                {"cmd": "calibrate", "min_time": settings["min_time"],
-                 "warmup": settings["warmup"]})["loops"]
-        samples = {w.implementation: [] for w in workers}
-        faults = {w.implementation: [] for w in workers}
-        for r in range(settings["repeats"]):
-            turn = workers[r % len(workers):] + workers[:r % len(workers)]
-            for w in turn:
-                answer = w.ask({"cmd": "sample"})
-                samples[w.implementation].append(answer["seconds"])
-                faults[w.implementation].append(answer["faults"])
-            if sys.stdout.isatty():
-                print(f"  {workload}: round {r + 1} of {settings['repeats']}", end="\r",
-                      flush=True)
-        if sys.stdout.isatty():
-            print(" " * 40, end="\r")
-    finally:
-        for w in workers:
-            w.stop()
-    for impl, values in samples.items():
-        results[impl]["samples"] = values
-        results[impl]["median"] = statistics.median(values)
-        results[impl]["page_faults"] = statistics.median(faults[impl])  # per iteration
+    """{implementation: {...}} for one workload: check, calibrate and sample in rounds, in
+    each of `settings["processes"]` sets of fresh workers; the median pools every sample."""
+    results = {impl: {"samples": [], "faults": [], "loops": []} for impl in implementations}
+    sets = settings.get("processes", 1)
+    for number in range(sets):
+        workers = [Worker(workload, impl, engine_root, memory_root) for impl in implementations]
+        try:
+            for w in workers:  # start all, then read: the imports overlap with nothing timed
+                checked = w.ask()
+                if not checked["ok"]:
+                    raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from "
+                                     f"the NumPy floor by {checked['difference']:.3g} "
+                                     f"(relative), more than {CHECK_TOLERANCE:g}: nothing timed")
+                r = results[w.implementation]
+                r["checked"] = True
+                r["gradient_difference"] = max(checked["difference"],
+                                               r.get("gradient_difference", 0.0))
+                r.setdefault("info", checked["info"])
+                r.setdefault("first", checked["first"])  # the first set's fresh process
+            for w in workers:
+                results[w.implementation]["loops"].append(w.ask(
+                    {"cmd": "calibrate", "min_time": settings["min_time"],
+                     "warmup": settings["warmup"]})["loops"])
+            for r in range(settings["repeats"]):
+                turn = workers[r % len(workers):] + workers[:r % len(workers)]
+                for w in turn:
+                    answer = w.ask({"cmd": "sample"})
+                    results[w.implementation]["samples"].append(answer["seconds"])
+                    results[w.implementation]["faults"].append(answer["faults"])
+                if sys.stdout.isatty():
+                    print(f"  {workload}: processes {number + 1} of {sets}, round {r + 1} of "
+                          f"{settings['repeats']}", end="\r", flush=True)
+        finally:
+            for w in workers:
+                w.stop()
+    if sys.stdout.isatty():
+        print(" " * 60, end="\r")
+    for r in results.values():
+        r["median"] = statistics.median(r["samples"])
+        r["page_faults"] = statistics.median(r.pop("faults"))  # per iteration
     return results
 
 
@@ -619,7 +629,9 @@ def workloads_table(section):
             f" {w['times'][i]['page_faults']:>12.0f}" if "page_faults" in w["times"].get(i, {})
             else f" {'-':>12}" for i in impls))
     m = section["machine"]
-    lines.append(f"median of {section['settings']['repeats']} rounds per implementation, one "
+    st = section["settings"]
+    lines.append(f"median of {st['repeats'] * st.get('processes', 1)} samples per implementation "
+                 f"({st['repeats']} rounds in each of {st.get('processes', 1)} processes), one "
                  f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
                  f"commit {section['commit']['short']}"
                  + (" (uncommitted changes)" if section["commit"]["dirty"] else ""))
