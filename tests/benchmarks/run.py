@@ -631,7 +631,7 @@ def workloads_table(section):
     m = section["machine"]
     st = section["settings"]
     lines.append(f"median of {st['repeats'] * st.get('processes', 1)} samples per implementation "
-                 f"({st['repeats']} rounds in each of {st.get('processes', 1)} processes), one "
+                 f"({st['repeats']} rounds x {st.get('processes', 1)} sets of processes), one "
                  f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
                  f"commit {section['commit']['short']}"
                  + (" (uncommitted changes)" if section["commit"]["dirty"] else ""))
