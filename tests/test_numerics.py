@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import book_config
@@ -201,6 +202,19 @@ print(int(np.array_equal(y, y2) and np.array_equal(g, g2)), int(ulps.max() <= 8)
                           capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["1", "1", "1", "1", "1"], done.stdout + done.stderr
 
+
+
+def test_perturbation_hands_back_an_array_it_leaves_exact_as_it_is():
+    """Exact values (whole numbers: the seed of ones) move on no machine, so the nudger returns
+    the same array: a read-only seed with strides of 0 stays one, as the chapters print."""
+    import perturbation
+
+    nudger = perturbation.Nudger(1)
+    seed = np.ndarray((5,), np.float64, np.ones(1), 0, (0,))
+    seed.flags.writeable = False
+    assert nudger.array(seed, in_place=False) is seed
+    moved = nudger.array(np.array([0.1, 2.0]), in_place=False)
+    assert moved[0] != 0.1 and moved[1] == 2.0
 
 CHAOS_CONFIG = """\
 title: fragile numbers
