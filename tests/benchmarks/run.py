@@ -268,7 +268,7 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
     """{implementation: {...}} for one workload: check, calibrate and sample in rounds, in
     each of `settings["processes"]` sets of fresh workers; the median pools every sample."""
     results = {impl: {"samples": [], "faults": [], "loops": []} for impl in implementations}
-    sets = settings.get("processes", 1)
+    sets = settings["processes"]
     for number in range(sets):
         workers = [Worker(workload, impl, engine_root, memory_root) for impl in implementations]
         try:
@@ -278,12 +278,12 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
                     raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from "
                                      f"the NumPy floor by {checked['difference']:.3g} "
                                      f"(relative), more than {CHECK_TOLERANCE:g}: nothing timed")
-                r = results[w.implementation]
-                r["checked"] = True
-                r["gradient_difference"] = max(checked["difference"],
-                                               r.get("gradient_difference", 0.0))
-                r.setdefault("info", checked["info"])
-                r.setdefault("first", checked["first"])  # the first set's fresh process
+                result = results[w.implementation]
+                result["checked"] = True
+                result["gradient_difference"] = max(checked["difference"],
+                                                    result.get("gradient_difference", 0.0))
+                result.setdefault("info", checked["info"])
+                result.setdefault("first", checked["first"])  # the first set's fresh process
             for w in workers:
                 results[w.implementation]["loops"].append(w.ask(
                     {"cmd": "calibrate", "min_time": settings["min_time"],
@@ -302,9 +302,9 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
                 w.stop()
     if sys.stdout.isatty():
         print(" " * 60, end="\r")
-    for r in results.values():
-        r["median"] = statistics.median(r["samples"])
-        r["page_faults"] = statistics.median(r.pop("faults"))  # per iteration
+    for result in results.values():
+        result["median"] = statistics.median(result["samples"])
+        result["page_faults"] = statistics.median(result.pop("faults"))  # per iteration
     return results
 
 
@@ -630,8 +630,8 @@ def workloads_table(section):
             else f" {'-':>12}" for i in impls))
     m = section["machine"]
     st = section["settings"]
-    lines.append(f"median of {st['repeats'] * st.get('processes', 1)} samples per implementation "
-                 f"({st['repeats']} rounds x {st.get('processes', 1)} sets of processes), one "
+    lines.append(f"median of {st['repeats'] * st['processes']} samples per implementation "
+                 f"({st['repeats']} rounds x {st['processes']} sets of processes), one "
                  f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
                  f"commit {section['commit']['short']}"
                  + (" (uncommitted changes)" if section["commit"]["dirty"] else ""))
