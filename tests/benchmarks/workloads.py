@@ -214,8 +214,13 @@ def mlp_numpy(x, targets, params):
         h1 = np.tanh(x @ w1 + b1)
         h2 = np.tanh(h1 @ w2 + b2)
         logits = h2 @ w3 + b3
-        p = np.exp(logits - logits.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        p = np.exp(shifted)
+        sums = p.sum(axis=1, keepdims=True)
+        # the loss is computed (the forward pass, as in every other column) though only the
+        # gradients are returned: log-softmax at the targets, from the same exponentials
+        loss = np.mean(np.log(sums[:, 0]) - shifted[rows, targets])  # noqa: F841
+        p /= sums
         d_logits = p  # softmax minus one-hot, over the batch size
         d_logits[rows, targets] -= 1.0
         d_logits /= len(targets)
