@@ -3,8 +3,9 @@
 `tests/benchmarks/run.py` writes `book/data/benchmarks.json`: a section `workloads`
 (the appendix speed and chapter fast read it) and a section `build` (the execution
 report reads it). Each section says where and when it was measured; `machine` puts
-that into one sentence, `duration` writes a time, and `missing` is what a page shows
-when the file has no such section. The pages' cells run in book/, so `import benchmark_results` finds this file;
+that into one sentence, `duration` writes a time, `ratio_text` a ratio, `paired` says how a target's ratio
+varied within the run, and `missing` is what a page shows when the file has no such
+section. The pages' cells run in book/, so `import benchmark_results` finds this file;
 each page names it in its front matter's `data_files`, so the page runs again when it
 changes and a downloaded notebook carries it.
 """
@@ -50,3 +51,20 @@ def duration(seconds):
     value = seconds * scale
     digits = 0 if value >= 100 else 1 if value >= 10 else 2
     return f"{value:.{digits}f}\u00a0{unit}"  # a no-break space: the unit stays with its number
+
+
+def paired(workload):
+    """The engine's time over its target's reference, one ratio per round: the i-th sample of
+    every implementation comes from the same round of the same set of processes, so each ratio
+    compares two times taken minutes apart at most, and their range is how far one run's
+    verdict can be trusted. Returns (sorted ratios, how many are within the target)."""
+    times, target = workload["times"], workload["target"]
+    ratios = sorted(e / r for e, r in zip(times["engine"]["samples"],
+                                          times[target["versus"]]["samples"], strict=True))
+    return ratios, sum(ratio <= target["ratio"] for ratio in ratios)
+
+
+def ratio_text(ratio, target):
+    """A ratio with two decimals, or three when two would hide which side of the target it is."""
+    close = f"{ratio:.2f}" == f"{target['ratio']:.2f}"
+    return f"{ratio:.3f}x" if close else f"{ratio:.2f}x"

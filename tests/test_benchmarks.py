@@ -86,3 +86,19 @@ def test_a_page_runs_as_the_build_timing_s_plain_script(tmp_path):
     done = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_target_s_paired_ratios_compare_samples_of_the_same_round():
+    """benchmark_results.paired divides the engine's i-th sample by the reference's i-th:
+    run.run_workload appends one sample of every implementation per round, so the i-th
+    samples are of one round; the count says how many rounds were within the target."""
+    import benchmark_results
+
+    workload = {"target": {"versus": "torch", "ratio": 0.5},
+                "times": {"engine": {"samples": [4.0, 1.0, 3.0]},
+                          "torch": {"samples": [10.0, 1.0, 5.0]}}}
+    assert benchmark_results.paired(workload) == ([0.4, 0.6, 1.0], 1)
+    stored = json.loads(STORED.read_text())["workloads"]
+    for name, w in stored["workloads"].items():
+        ratios, within = benchmark_results.paired(w)
+        assert len(ratios) == len(w["times"]["engine"]["samples"]) > 1, name
