@@ -2,7 +2,9 @@
 
 `tests/benchmarks/run.py` writes `book/data/benchmarks.json`: a section `workloads`
 (the appendix speed and chapter fast read it) and a section `build` (the execution
-report reads it). Each section says where and when it was measured; `machine` puts
+report reads it). Each full run of the workloads also goes into
+`book/data/benchmark-runs.json`, the last few runs cut to what their verdicts rest on
+(`history`), which chapter fast compares. Each section says where and when it was measured; `machine` puts
 that into one sentence, `duration` writes a time, `ratio_text` a ratio, `paired` says how a target's ratio
 varied within the run, and `missing` is what a page shows when the file has no such
 section. The pages' cells run in book/, so `import benchmark_results` finds this file;
@@ -16,11 +18,17 @@ from pathlib import Path
 from IPython.display import Markdown
 
 RESULTS = Path("data") / "benchmarks.json"  # book/data/benchmarks.json, beside the pages
+HISTORY = Path("data") / "benchmark-runs.json"  # the last full runs' verdicts and samples
 
 
 def load():
     """The stored results ({} when the benchmark has never been run here)."""
     return json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+
+
+def history():
+    """The last full runs, oldest first, each cut to its verdicts' samples ([] when none)."""
+    return json.loads(HISTORY.read_text()) if HISTORY.exists() else []
 
 
 def missing(what):

@@ -102,3 +102,30 @@ def test_a_target_s_paired_ratios_compare_samples_of_the_same_round():
     for name, w in stored["workloads"].items():
         ratios, within = benchmark_results.paired(w)
         assert len(ratios) == len(w["times"]["engine"]["samples"]) > 1, name
+
+
+def test_the_log_of_runs_ends_with_the_stored_run():
+    """A full run appends its verdicts' samples to book/data/benchmark-runs.json (run.py,
+    add_to_history), which chapter fast shows: the log's last entry is the stored run, cut."""
+    import run
+
+    runs = json.loads(run.HISTORY.read_text())
+    stored = json.loads(STORED.read_text())["workloads"]
+    assert runs[-1] == run.history_entry(stored), "stale: the stored run is not the log's last"
+    assert 1 <= len(runs) <= run.KEPT_RUNS
+    assert [r["date"] for r in runs] == sorted(r["date"] for r in runs)
+    for entry in runs:
+        for name, w in entry["workloads"].items():
+            engine, versus = w["times"]["engine"], w["times"][w["target"]["versus"]]
+            assert len(engine["samples"]) == len(versus["samples"]) > 1, (entry["date"], name)
+
+
+def test_a_full_run_adds_its_entry_to_the_log(tmp_path):
+    import run
+
+    stored = json.loads(STORED.read_text())["workloads"]
+    log = tmp_path / "runs.json"
+    for _ in range(run.KEPT_RUNS + 2):
+        run.add_to_history(stored, log)
+    runs = json.loads(log.read_text())
+    assert len(runs) == run.KEPT_RUNS and runs[-1] == run.history_entry(stored)

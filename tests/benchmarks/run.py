@@ -63,7 +63,10 @@ figures from; the build's section is shown by the execution report,
 `book/report.md`. A full run of the workloads replaces their section, a build
 run replaces the build section; each section records its date, commit and
 machine. `--only` and `--quick` runs are printed, not written, unless `--out`
-names a file.
+names a file. A full run of the workloads into the book's results also appends
+its verdicts, with the samples of the engine and of each target's reference, to
+book/data/benchmark-runs.json, which keeps the last KEPT_RUNS runs: chapter
+`fast` shows how the verdicts moved from run to run.
 """
 
 import os
@@ -96,6 +99,10 @@ RESULTS = ROOT / "book" / "data" / "benchmarks.json"
 # the engine as chapter `memory` leaves it, as data: chapter `fast` compares it with its own
 # engine in fresh processes, in the build and in a downloaded notebook alike
 ENGINE_BEFORE = ROOT / "book" / "data" / "engine-before-fast.json"
+# the verdicts of the last full runs, each with the samples they rest on: chapter `fast` shows
+# how they moved from run to run, which one stored run cannot show
+HISTORY = ROOT / "book" / "data" / "benchmark-runs.json"
+KEPT_RUNS = 10
 sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
@@ -381,6 +388,27 @@ def engine_before(root=ROOT):
 
     return {"chapter": "memory", "hash": snapshots.snapshot_hash("memory", root),
             "files": snapshots.snapshot_files("memory", root)}
+
+
+def history_entry(section):
+    """A full run's section cut to what its verdicts rest on: for each workload its title, its
+    target and the samples of the engine and of the target's reference, in the order taken."""
+    workloads = {}
+    for name, w in section["workloads"].items():
+        versus = w["target"]["versus"]
+        workloads[name] = {"title": w["title"], "target": w["target"],
+                           "times": {impl: {"samples": w["times"][impl]["samples"]}
+                                     for impl in ("engine", versus)}}
+    return {"commit": section["commit"], "date": section["date"],
+            "load_average": section["machine"]["load_average"], "workloads": workloads}
+
+
+def add_to_history(section, path=HISTORY):
+    """Append this run's entry to the log of runs, keeping the last KEPT_RUNS."""
+    runs = json.loads(path.read_text()) if path.exists() else []
+    runs = (runs + [history_entry(section)])[-KEPT_RUNS:]
+    path.write_text(json.dumps(runs, indent=1) + "\n")
+    print(f"written: {path} ({len(runs)} runs)")
 
 
 def write_engine_before(path=ENGINE_BEFORE):
@@ -734,6 +762,8 @@ def main(argv=None):
         print(f"written: {out}")
         if args.out is None and args.commit is None:
             write_engine_before()
+            if "workloads" in results and not args.build:  # a new full run of the workloads
+                add_to_history(results["workloads"])
     else:
         print("not written (--only or --quick); add --out FILE to keep these results")
 
