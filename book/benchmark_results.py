@@ -3,13 +3,15 @@
 `tests/benchmarks/run.py` writes `book/data/benchmarks.json`: a section `workloads`
 (the appendix speed and chapter fast read it) and a section `build` (the execution
 report reads it). Each full run of the workloads also goes into
-`book/data/benchmark-runs.json`, the last few runs cut to what their verdicts rest on
-(`history`), which chapter fast compares. Each section says where and when it was measured; `machine` puts
-that into one sentence, `duration` writes a time, `ratio_text` a ratio, `paired` says how a target's ratio
-varied within the run, and `missing` is what a page shows when the file has no such
-section. The pages' cells run in book/, so `import benchmark_results` finds this file;
-each page names it in its front matter's `data_files`, so the page runs again when it
-changes and a downloaded notebook carries it.
+`book/data/benchmark-runs.json` (`history`): the last few runs, cut to what their
+verdicts rest on, which chapter fast compares. Each section says where and when it
+was measured; `machine` puts that into one sentence, `duration` writes a time,
+`ratio_text` a ratio, `paired` counts the rounds within a target, `verdict` writes
+a target's ratio, verdict and rounds, and `missing` is what a page shows when the
+file has no such section. The pages' cells run in book/, so `import
+benchmark_results` finds this file; each page names it in its front matter's
+`data_files`, so the page runs again when it changes and a downloaded notebook
+carries it.
 """
 
 import json
@@ -76,3 +78,12 @@ def ratio_text(ratio, target):
     """A ratio with two decimals, or three when two would hide which side of the target it is."""
     close = f"{ratio:.2f}" == f"{target['ratio']:.2f}"
     return f"{ratio:.3f}x" if close else f"{ratio:.2f}x"
+
+
+def verdict(workload):
+    """A target's ratio, verdict and rounds within it, for a table cell: "1.11x, **not met**;
+    3 of 9" (no-break spaces keep the count on one line)."""
+    target = workload["target"]
+    each, within = paired(workload)
+    met = "met" if target["met"] else "**not met**"
+    return f"{ratio_text(target['measured'], target)}, {met}; {within}\u00a0of\u00a0{len(each)}"

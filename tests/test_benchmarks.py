@@ -18,9 +18,9 @@ STORED = ROOT / "book" / "data" / "benchmarks.json"
 def check_workloads(section):
     assert set(section["implementations"]) == {"engine", "engine_memory", "numpy", "torch",
                                                "autograd"}
-    assert set(section["ablations"]) == {"engine_without_adopt", "engine_without_wrap",
-                                         "engine_without_plain", "engine_without_clock",
-                                         "engine_without_sweep", "engine_without_seed"}  # chapter fast's steps
+    assert set(section["ablations"]) == {  # chapter fast's steps, each undone
+        "engine_without_adopt", "engine_without_wrap", "engine_without_plain",
+        "engine_without_clock", "engine_without_sweep", "engine_without_seed"}
     assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
                                      "engine_with_unchecked"}
     names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])

@@ -203,7 +203,6 @@ print(int(np.array_equal(y, y2) and np.array_equal(g, g2)), int(ulps.max() <= 8)
     assert done.stdout.split() == ["1", "1", "1", "1", "1"], done.stdout + done.stderr
 
 
-
 def test_perturbation_hands_back_an_array_it_leaves_exact_as_it_is():
     """Exact values (whole numbers: the seed of ones) move on no machine, so the nudger returns
     the same array: a read-only seed with strides of 0 stays one, as the chapters print."""
@@ -215,6 +214,7 @@ def test_perturbation_hands_back_an_array_it_leaves_exact_as_it_is():
     assert nudger.array(seed, in_place=False) is seed
     moved = nudger.array(np.array([0.1, 2.0]), in_place=False)
     assert moved[0] != 0.1 and moved[1] == 2.0
+
 
 CHAOS_CONFIG = """\
 title: fragile numbers
