@@ -30,7 +30,7 @@ import execution
 import site_polish
 import verifier
 from site_pages import BUILD_COMMAND, BuildFailed, build_site
-from support import background, books
+from support import background, books, pdf_job
 from support.books import FRONT
 
 ROOT = verifier.ROOT
@@ -252,7 +252,9 @@ def two_builds(tmp_path_factory):
     assert code == 0, log[-5000:]
     print(f"second clean build: {seconds:.0f} s")
     # a PDF printed after the second build began is linked by the step the PDF command
-    # runs on a site already built, so both sites are in the same condition
+    # runs on a site already built, so both sites are in the same condition; the command
+    # may still be running in its thread (support/pdf_job.py), writing into the first
+    pdf_job.wait_if_started()
     pdf = first / "html" / "book.pdf"
     if pdf.exists():
         site_polish.link_pdf(second.out / "_build" / "html", pdf)

@@ -13,6 +13,7 @@ own engine: its first cell unpacks the engine as of its chapter.
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -28,6 +29,7 @@ import checks
 import comparison
 import notebooks
 from site_pages import BuildFailed, build_site
+from support import background
 from support.books import chapter_docnames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,11 +85,15 @@ def site():
         pytest.fail(str(error), pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def archive(site):
+def open_archive(site):
     path = site / ARCHIVE
     assert path.exists(), f"the build made no {ARCHIVE}"
     return zipfile.ZipFile(io.BytesIO(path.read_bytes()))
+
+
+@pytest.fixture(scope="module")
+def archive(site):
+    return open_archive(site)
 
 
 @pytest.mark.slow
@@ -124,11 +130,39 @@ def test_archive_requirements_are_the_runtime_pins_only(archive):
     assert all(book_pins.get(name) == version for name, version in pins.items())
 
 
+_runs = []  # the future of run_downloads, started as the session starts
+
+
+def reads_background(item):
+    """The test of the downloads' run (tests/conftest.py runs it last)."""
+    return "fresh_run" in getattr(item, "fixturenames", ())
+
+
+def start_in_background(build):
+    """Run the downloads in a thread from now on (tests/conftest.py calls this once the
+    session is collected): they wait for the site, then use the core the matrix leaves."""
+    if not _runs:
+        _runs.append(background.start(run_downloads, Path(build) / "reader"))
+
+
 @pytest.fixture(scope="module")
-def fresh_run(site, archive, tmp_path_factory):
-    """A fresh venv with the archive's runtime pins only; every page's notebook run there
-    alone, in a folder of its own: each one brings its own engine."""
-    work = tmp_path_factory.mktemp("reader")
+def fresh_run(tmp_path_factory):
+    try:
+        if _runs:
+            return _runs[0].result()
+        return run_downloads(tmp_path_factory.mktemp("reader"))
+    except BuildFailed as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+def run_downloads(work):
+    """A fresh venv with the archive's runtime pins only; every page's notebook of the
+    session's site run there alone, in a folder of its own: each one brings its own
+    engine. Returns (the archive's top folder, the executed notebooks' folder, times)."""
+    site = build_site(ROOT)
+    archive = open_archive(site)
+    shutil.rmtree(work, ignore_errors=True)  # nothing of an earlier session is read
+    work.mkdir(parents=True)
     archive.extractall(work)
     top = work / archive.namelist()[0].split("/")[0]
     env_dir = work / "venv"

@@ -1,7 +1,7 @@
 """The whole book as one PDF, made by the README's PDF command (book/_ext/book_pdf.py).
 
-The command runs once for this module (about 40 s after a site build, whose execution
-cache it reuses). The PDF must exist, hold every chapter of `_toc.yml` by its title,
+The command runs once per session, in a thread started as the session starts
+(`support/pdf_job.py`), after the site build, whose execution cache it reuses. The PDF must exist, hold every chapter of `_toc.yml` by its title,
 hold the four lines chapter `tensors` must print on the running program (BOOK-PLAN),
 have its math typeset (no TeX left in its text), and carry each chapter's solutions
 at the chapter's end. It needs Chromium like the browser tests: without it the tests
@@ -11,17 +11,17 @@ skip, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
 import os
 import re
 import shutil
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
 import site_polish
+from support import pdf_job
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = ROOT / "_build" / "pdf" / "book.pdf"
+CHROMIUM = Path("/usr/bin/chromium")
 COMMAND = ".venv/bin/python book/_ext/book_pdf.py"  # the README's PDF command
 TENSORS_LINES = [
     "y       = [11.652  0.    -0.602]",
@@ -46,23 +46,33 @@ def _chapter_titles():
     return titles
 
 
+def reads_background(item):
+    """The tests of the printed PDF (tests/conftest.py runs them last)."""
+    return "pdf_text" in getattr(item, "fixturenames", ())
+
+
+def start_in_background(build):
+    """Print the PDF in a thread from now on (tests/conftest.py calls this once the
+    session is collected); without Chromium there is nothing to start."""
+    if CHROMIUM.exists():
+        pdf_job.start()
+
+
 @pytest.fixture(scope="module")
 def pdf_text():
-    if not Path("/usr/bin/chromium").exists():
-        reason = "/usr/bin/chromium is not installed (.ci/run installs it)"
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is not installed (.ci/run installs it)"
         if os.environ.get("BOOK_REQUIRE_BROWSER") == "1":
             pytest.fail(reason + " and BOOK_REQUIRE_BROWSER=1", pytrace=False)
         pytest.skip(reason)
-    # the session's site first (built once for every test that reads it), so that the PDF
-    # command finds a built site to link the PDF into, whatever order the tests run in
-    from site_pages import BuildFailed, build_site
+    # the session's site first (the job builds it, or waits for the thread that does), so
+    # that the PDF command finds a built site to link the PDF into
+    from site_pages import BuildFailed
 
     try:
-        build_site(ROOT)
+        result = pdf_job.result()
     except BuildFailed as error:
         pytest.fail(str(error), pytrace=False)
-    result = subprocess.run([sys.executable, "book/_ext/book_pdf.py"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert PDF.exists() and PDF.stat().st_size > 100_000, f"no PDF at {PDF}"
     from pypdf import PdfReader

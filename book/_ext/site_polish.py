@@ -40,7 +40,9 @@
   the build goes on and copies it.
 """
 
+import os
 import re
+import shutil
 from pathlib import Path
 
 STATIC = Path(__file__).resolve().parent / "site_static"
@@ -58,13 +60,11 @@ def link_pdf(html, pdf):
     """Copy `pdf` to the site at `html` (its top folder) and link it from the intro,
     after the intro's paragraph about the PDF. Returns whether the site links it.
     Doing it twice changes nothing; without a PDF or a built intro nothing is done."""
-    import shutil
-
     html, pdf = Path(html), Path(pdf)
     intro = html / "book" / "intro.html"
     if not pdf.is_file() or not intro.is_file():
         return False
-    shutil.copyfile(pdf, html / "book.pdf")
+    _replace(html / "book.pdf", lambda part: shutil.copyfile(pdf, part))  # before its link
     text = intro.read_text(encoding="utf-8")
     text = re.sub(r'\n?<p class="eng-pdf-link">.*?</p>', "", text, flags=re.S)  # an older link
     paragraph = _PDF_PARAGRAPH.search(text)
@@ -72,9 +72,17 @@ def link_pdf(html, pdf):
         return False
     size = f"{pdf.stat().st_size / 2**20:.1f} MiB"
     link = PDF_LINK.format(href="../book.pdf", size=size)
-    intro.write_text(text[:paragraph.end()] + "\n" + link + text[paragraph.end():],
-                     encoding="utf-8")
+    text = text[:paragraph.end()] + "\n" + link + text[paragraph.end():]
+    _replace(intro, lambda part: part.write_text(text, encoding="utf-8"))
     return True
+
+
+def _replace(path, write):
+    """Write `path` whole or not at all: a reader of the site (a browser test, a server)
+    that opens it meanwhile gets the old file or the new one, never half of one."""
+    part = path.with_name(path.name + ".part")
+    write(part)
+    os.replace(part, path)
 
 
 def _link_pdf_if_printed(app, exception):

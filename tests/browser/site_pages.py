@@ -1,5 +1,6 @@
 """Helpers shared by the browser tests (not a conftest, so tests can import it)."""
 
+import threading
 from pathlib import Path
 
 # the book's pages and its build, shared with the other tests (tests/support/books.py)
@@ -17,6 +18,7 @@ def page_id(docname):
 
 
 _BUILT = {}
+_BUILDING = threading.Lock()  # the PDF and the notebooks' runs ask for the site from threads
 
 
 class BuildFailed(Exception):
@@ -24,10 +26,24 @@ class BuildFailed(Exception):
 
 
 def build_site(root=ROOT):
-    """Build the book once per process with the README's command; return `_build/html`."""
-    root = Path(root)
-    if root in _BUILT:
-        return _BUILT[root]
+    """Build the book once per process with the README's command; return `_build/html`.
+    A caller that comes while another thread builds waits for that build."""
+    with _BUILDING:
+        return _build_site(Path(root))
+
+
+def _build_site(root):
+    if root not in _BUILT:
+        try:
+            _BUILT[root] = _run_site_build(root)
+        except BuildFailed as error:  # kept, so that the next test fails at once, not rebuilds
+            _BUILT[root] = error
+    if isinstance(_BUILT[root], BuildFailed):
+        raise _BUILT[root]
+    return _BUILT[root]
+
+
+def _run_site_build(root):
     code, log = run_build(root, command=BUILD_COMMAND[3:], timeout=1800)
     if code != 0:
         log = log.splitlines()
@@ -41,5 +57,4 @@ def build_site(root=ROOT):
                           + "\n".join(shown[-80:] or log[-40:]))
     html = root / "_build" / "html"
     assert (html / "index.html").exists()
-    _BUILT[root] = html
     return html

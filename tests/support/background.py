@@ -2,7 +2,8 @@
 
 Most of the test command runs on one core; a module whose tests wait on long
 subprocesses (the numerical-environment matrix, the second clean build, the engine
-tests on each chapter's snapshot) defines `reads_background(item)` and
+tests on each chapter's snapshot, the PDF and the downloaded notebooks' run, which
+first wait for the session's site) defines `reads_background(item)` and
 `start_in_background(build)`, and tests/conftest.py calls the second once the session
 is collected and runs the tests the first names last. `start` runs a function in a
 daemon thread (a session that stops early does not wait for it) and returns its future.
