@@ -3,7 +3,8 @@
 * `site` builds the book once per session with the README's build command
   (`jupyter-book build . -W -n --keep-going`, default `_build`, so the execution
   cache of earlier builds is reused) and returns `_build/html`.
-* `server` serves it with `http.server` on a free localhost port.
+* `server` serves it (or the site BOOK_SITE_DIR names) with `http.server` on a free
+  localhost port.
 * `browser` is Debian's Chromium (`/usr/bin/chromium`) driven by Playwright. Without
   it the browser tests SKIP, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
 * `book_page(docname, width)` is a page of the book, fresh for each test (the tests
@@ -18,6 +19,7 @@ import http.server
 import os
 import shutil
 import threading
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -40,8 +42,11 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="session")
-def server(site):
-    """http://127.0.0.1:<free port>/ serving the built site."""
+def server(request):
+    """http://127.0.0.1:<free port>/ serving the built site, or the site BOOK_SITE_DIR
+    names (a site built elsewhere: how a test is checked to fail on a site before a fix)."""
+    given = os.environ.get("BOOK_SITE_DIR")
+    site = Path(given) if given else request.getfixturevalue("site")
     handler = functools.partial(_Quiet, directory=str(site))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -92,6 +97,7 @@ class LoadedPage:
             "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
             timeout=30000)
         self.page.evaluate("async () => { await window.MathJax.startup.promise; }")
+        self.page.wait_for_timeout(100)  # the site's own script runs after typesetting
 
 
 def _load(browser, server, path, viewport):

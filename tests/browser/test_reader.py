@@ -16,16 +16,13 @@
   from this page or another, with no request off the site.
 
 `BOOK_SITE_DIR=/path/to/html` runs the tests on an already built site instead of
-building one (how the tests were checked to fail on the site before the fixes).
+building one (how the tests were checked to fail on the site before the fixes; see
+the `server` fixture).
 Screenshots go to `_build/screenshots/reader-*.png`.
 """
 
-import functools
-import re
-import http.server
 import os
-import threading
-from pathlib import Path
+import re
 
 import pytest
 
@@ -38,24 +35,6 @@ WIDTHS = {"phone": PHONE, "desktop": DESKTOP}
 # a chapter with exercises and solutions, long formulas and figures
 READER_CHAPTER = "book/chain-rule"
 READABLE_PX = 8.0  # smallest label height a reader can read on a screen
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def reader_server(request):
-    """The site the reader tests read: BOOK_SITE_DIR if set, else the README's build."""
-    given = os.environ.get("BOOK_SITE_DIR")
-    site = Path(given) if given else request.getfixturevalue("site")
-    handler = functools.partial(_Quiet, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +66,12 @@ def _open(browser, server, docname, viewport):
 
 
 @pytest.fixture
-def reader(browser, reader_server):
+def reader(browser, server):
     """Open a page in a fresh browser context, closed after the test."""
     contexts = []
 
     def _reader(docname, viewport):
-        context, page, errors = _open(browser, reader_server, docname, viewport)
+        context, page, errors = _open(browser, server, docname, viewport)
         contexts.append(context)
         return page, errors
 
@@ -101,20 +80,11 @@ def reader(browser, reader_server):
         context.close()
 
 
-@pytest.fixture(scope="module")
-def read_only_page(browser, reader_server):
-    """One loaded page per (chapter, width) for the checks that only measure."""
-    cache = {}
-
-    def _get(docname, viewport):
-        key = (docname, viewport["width"])
-        if key not in cache:
-            cache[key] = _open(browser, reader_server, docname, viewport)
-        return cache[key][1]
-
-    yield _get
-    for context, _, _ in cache.values():
-        context.close()
+@pytest.fixture
+def read_only_page(seen_page):
+    """The page loaded once per session and width (conftest's `seen_page`, which the
+    site tests read too), for the checks that only measure."""
+    return lambda docname, viewport: seen_page(docname, viewport).page
 
 
 def _visible(locator):
