@@ -20,7 +20,7 @@ import site_polish
 from support import pdf_job
 
 ROOT = Path(__file__).resolve().parents[1]
-PDF = ROOT / "_build" / "pdf" / "book.pdf"
+PDF = pdf_job.PDF
 CHROMIUM = Path("/usr/bin/chromium")
 COMMAND = ".venv/bin/python book/_ext/book_pdf.py"  # the README's PDF command
 TENSORS_LINES = [
@@ -70,15 +70,12 @@ def pdf_text():
     from site_pages import BuildFailed
 
     try:
-        result = pdf_job.result()
+        result, pages = pdf_job.result()
     except BuildFailed as error:
         pytest.fail(str(error), pytrace=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert PDF.exists() and PDF.stat().st_size > 100_000, f"no PDF at {PDF}"
-    from pypdf import PdfReader
-
-    reader = PdfReader(str(PDF))
-    return [page.extract_text() for page in reader.pages]
+    return pages
 
 
 def test_the_readme_gives_the_pdf_command():

@@ -16,15 +16,23 @@ from support import background
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = [sys.executable, "book/_ext/book_pdf.py"]  # the README's, with this venv's Python
+PDF = ROOT / "_build" / "pdf" / "book.pdf"
 
 _job = []
 
 
 def _print():
+    """The command's run, and the text of each page of the PDF it printed (None if the
+    command failed): pypdf takes a while on the whole book, so that is done here too."""
     from site_pages import build_site  # raises BuildFailed: the PDF needs a built site
 
     build_site(ROOT)
-    return subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    run = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    if run.returncode != 0 or not PDF.exists():
+        return run, None
+    from pypdf import PdfReader
+
+    return run, [page.extract_text() for page in PdfReader(str(PDF)).pages]
 
 
 def start():
@@ -33,8 +41,9 @@ def start():
         _job.append(background.start(_print))
 
 
-def result() -> subprocess.CompletedProcess:
-    """The command's run: started now (and waited for) if nothing started it."""
+def result():
+    """(the command's run, its pages' text): started now, and waited for, if nothing
+    started it."""
     start()
     return _job[0].result()
 
