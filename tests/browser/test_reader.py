@@ -48,36 +48,16 @@ def shots(request):
     return folder
 
 
-def _open(browser, server, docname, viewport):
-    context = browser.new_context(viewport=viewport, device_scale_factor=1,
-                                  service_workers="block")
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{server}{docname}.html", wait_until="load")
-    page.wait_for_load_state("networkidle")
-    if page.locator(".math").count():
-        page.wait_for_function(
-            "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
-            timeout=30000)
-        page.evaluate("async () => { await window.MathJax.startup.promise; }")
-        page.wait_for_timeout(100)  # the site's own script runs after typesetting
-    return context, page, errors
-
-
 @pytest.fixture
-def reader(browser, server):
-    """Open a page in a fresh browser context, closed after the test."""
-    contexts = []
+def reader(open_page):
+    """A page in a fresh browser context (conftest's `open_page`, closed after the test),
+    and the list of what went wrong on it: errors, console warnings, failed requests."""
 
     def _reader(docname, viewport):
-        context, page, errors = _open(browser, server, docname, viewport)
-        contexts.append(context)
-        return page, errors
+        loaded = open_page(f"{docname}.html", viewport)
+        return loaded.page, loaded.problems
 
-    yield _reader
-    for context in contexts:
-        context.close()
+    return _reader
 
 
 @pytest.fixture
