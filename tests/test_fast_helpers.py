@@ -16,8 +16,8 @@ def _cell_with(chapter, text):
 
 
 def test_on_engine_leaves_no_folder_behind(tmp_path):
-    """Every run of the chapter calls on_engine("before", ...) a dozen times; each call
-    used to write the old engine into a new temporary folder, and none was removed."""
+    """Every run of the chapter calls on_engine("before", ...) six times; each call used
+    to write the old engine into a new temporary folder, and none was removed."""
     chapter = cells.read_chapter(FAST)
     program = "\n".join([
         _cell_with(chapter, "import tempfile"),

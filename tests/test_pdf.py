@@ -1,11 +1,12 @@
 """The whole book as one PDF, made by the README's PDF command (book/_ext/book_pdf.py).
 
 The command runs once per session, in a thread started as the session starts
-(`support/pdf_job.py`), after the site build, whose execution cache it reuses. The PDF must exist, hold every chapter of `_toc.yml` by its title,
-hold the four lines chapter `tensors` must print on the running program (BOOK-PLAN),
-have its math typeset (no TeX left in its text), and carry each chapter's solutions
-at the chapter's end. It needs Chromium like the browser tests: without it the tests
-skip, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
+(`support/pdf_job.py`), after the site build, whose execution cache it reuses. The PDF
+must exist, hold every chapter of `_toc.yml` by its title, hold the four lines chapter
+`tensors` must print on the running program (BOOK-PLAN), have its math typeset (no TeX
+left in its text), and carry each chapter's solutions at the chapter's end. It needs
+Chromium like the browser tests: without it the tests skip, unless
+BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
 """
 
 import os
@@ -17,11 +18,11 @@ from pathlib import Path
 import pytest
 
 import site_polish
+from site_pages import CHROMIUM
 from support import pdf_job
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = pdf_job.PDF
-CHROMIUM = Path("/usr/bin/chromium")
 COMMAND = ".venv/bin/python book/_ext/book_pdf.py"  # the README's PDF command
 TENSORS_LINES = [
     "y       = [11.652  0.    -0.602]",

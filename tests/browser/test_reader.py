@@ -60,13 +60,6 @@ def reader(open_page):
     return _reader
 
 
-@pytest.fixture
-def read_only_page(seen_page):
-    """The page loaded once per session and width (conftest's `seen_page`, which the
-    site tests read too), for the checks that only measure."""
-    return lambda docname, viewport: seen_page(docname, viewport).page
-
-
 def _visible(locator):
     return [locator.nth(i) for i in range(locator.count()) if locator.nth(i).is_visible()]
 
@@ -190,8 +183,8 @@ INLINE_MATH_OUTSIDE = """() => {
 
 @pytest.mark.parametrize("width", WIDTHS, ids=str)
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_no_inline_math_is_wider_than_its_paragraph(read_only_page, docname, width):
-    page = read_only_page(docname, WIDTHS[width])
+def test_no_inline_math_is_wider_than_its_paragraph(seen_page, docname, width):
+    page = seen_page(docname, WIDTHS[width]).page
     outside = page.evaluate(INLINE_MATH_OUTSIDE)
     assert not outside, f"{len(outside)} inline formulas stick out:\n" + "\n".join(outside)
 
@@ -215,8 +208,8 @@ WIDE_THINGS = """() => {
 
 @pytest.mark.parametrize("width", WIDTHS, ids=str)
 @pytest.mark.parametrize("docname", CHAPTERS + ["book/intro"], ids=page_id)
-def test_wide_equations_and_tables_scroll_and_say_so(read_only_page, docname, width):
-    page = read_only_page(docname, WIDTHS[width])
+def test_wide_equations_and_tables_scroll_and_say_so(seen_page, docname, width):
+    page = seen_page(docname, WIDTHS[width]).page
     wide = page.evaluate(WIDE_THINGS)
     bad = [w for w in wide if not (w["scrolls"] and w["marked"])]
     assert not bad, (f"{len(bad)} of {len(wide)} wide equations or tables do not scroll "
@@ -268,12 +261,12 @@ FIGURE_TEXT = """async () => {
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_figure_labels_render_at_a_readable_size(read_only_page, docname):
+def test_figure_labels_render_at_a_readable_size(seen_page, docname):
     """At desktop width, the smallest text of every figure renders at READABLE_PX or
     more: measured in an SVG (each text's size, ticks and legends included, at the
     drawn width) and in a player's frames (their smallest text and dpi, which the
     player carries); on any screen, a click opens the figure at full size."""
-    page = read_only_page(docname, DESKTOP)
+    page = seen_page(docname, DESKTOP).page
     figures = page.evaluate(FIGURE_TEXT)
     small = [f for f in figures if not f["px"] >= READABLE_PX]
     closed = [f for f in figures if not f["opens"]]
@@ -284,13 +277,13 @@ def test_figure_labels_render_at_a_readable_size(read_only_page, docname):
         f["alt"] or f["src"] for f in closed)
 
 
-def test_still_figures_are_svg_and_players_carry_their_text_size(read_only_page):
+def test_still_figures_are_svg_and_players_carry_their_text_size(seen_page):
     """The still figures of a chapter are SVG (sharp when zoomed); its players say how
     small their text is, so the size above is measured, not assumed."""
-    page = read_only_page(READER_CHAPTER, DESKTOP)
+    page = seen_page(READER_CHAPTER, DESKTOP).page
     kinds = [f["kind"] for f in page.evaluate(FIGURE_TEXT)]
     assert "player" in kinds and "png" not in kinds, kinds
-    page = read_only_page("book/tensors", DESKTOP)
+    page = seen_page("book/tensors", DESKTOP).page
     kinds = [f["kind"] for f in page.evaluate(FIGURE_TEXT)]
     assert kinds and set(kinds) == {"svg"}, kinds
 
