@@ -113,21 +113,20 @@ def test_every_chapter_is_in_the_archive_as_on_its_page(site, archive):
 
 @pytest.mark.slow
 def test_archive_requirements_are_the_runtime_pins_only(archive):
+    """The archive's requirements.txt is the book's runtime pin file, as it is: the
+    notebooks' own needs, none of the build toolchain. That it is complete is checked
+    where it is installed alone (run_downloads: pip --no-deps, then pip check)."""
     top = archive.namelist()[0].split("/")[0]
-    lines = [ln for ln in archive.read(f"{top}/requirements.txt").decode().splitlines()
-             if ln and not ln.startswith("#")]
-    pins = dict(ln.split("==") for ln in lines)
-    book_pins = {}
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if "==" in line:
-            name, version = line.split("==")
-            book_pins[name.strip()] = version.strip()
-    for name in ("numpy", "scipy", "matplotlib", "ipykernel", "nbclient"):
-        assert pins.get(name) == book_pins[name], name
+    shipped = archive.read(f"{top}/requirements.txt").decode()
+    assert shipped == (ROOT / book_config.RUNTIME_PINS).read_text()
+    pins = dict(line.split("==") for line in shipped.splitlines()
+                if line and not line.startswith("#"))
+    for name in ("numpy", "scipy", "matplotlib", "ipykernel", "nbclient", "nbformat"):
+        assert name in pins, f"{name}: the notebooks import it, and it is not pinned"
     for tool in ("Sphinx", "jupyter-book", "myst-nb", "sphinx-book-theme", "docutils"):
         assert tool not in pins, f"{tool} is build toolchain, not runtime"
-    assert all(book_pins.get(name) == version for name, version in pins.items())
+    included = (ROOT / "requirements.txt").read_text().splitlines()
+    assert f"-r {book_config.RUNTIME_PINS}" in included, "requirements.txt must include it"
 
 
 _runs = []  # the future of run_downloads, started as the session starts
@@ -171,10 +170,13 @@ def run_downloads(work):
     environ = {k: v for k, v in os.environ.items()
                if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     environ["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    # the runtime requirements only: no engine, no book toolchain
-    result = subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", "requirements.txt"],
-                            cwd=top, env=environ, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f"pip install -r requirements.txt:\n{result.stderr[-3000:]}"
+    # the runtime pins only (no engine, no book toolchain), and nothing pip would add to
+    # them: pip check then fails on any dependency the pin file lacks
+    for command in (["install", "-q", "--no-deps", "-r", "requirements.txt"], ["check"]):
+        result = subprocess.run([str(python), "-m", "pip", *command], cwd=top, env=environ,
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, (
+            f"pip {' '.join(command)}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
     nowhere = subprocess.run([str(python), "-c", "import engine"], cwd=work, env=environ,
                              capture_output=True, text=True)
     assert nowhere.returncode != 0, "the fresh environment can import an engine already"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import book_config
 import cells
 import checks
 import engine_cache
@@ -285,6 +286,22 @@ def test_an_edit_of_a_later_chapters_lines_keeps_earlier_keys(tmp_path):
              for c in ("tensors", "memory", "speed")}
     assert after["tensors"] == before["tensors"]
     assert after["memory"] != before["memory"] and after["speed"] != before["speed"]
+
+
+def test_a_new_runtime_pin_changes_every_key(tmp_path):
+    """The runtime pins live in their own file, which requirements.txt includes: a change
+    there (a new NumPy) must run every chapter again, as a change of requirements.txt does."""
+    book = tmp_path / "book-copy"
+    shutil.copytree(ROOT / "engine", book / "engine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "_toc.yml", book)
+    (book / "book").mkdir()
+    (book / "book" / "tensors.md").write_text("")
+    shutil.copy(ROOT / "requirements.txt", book)
+    pins = book / book_config.RUNTIME_PINS
+    shutil.copy(ROOT / book_config.RUNTIME_PINS, pins)
+    before = engine_cache.run_key(book / "book" / "tensors.md", book)
+    pins.write_text(pins.read_text().replace("numpy==", "numpy==0.0.1+"))
+    assert engine_cache.run_key(book / "book" / "tensors.md", book) != before
 
 
 def test_a_snapshot_folder_is_whole_while_another_process_writes_it(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# what the notebooks need to run, pinned; requirements.txt includes it, the downloads ship it
+RUNTIME_PINS = "book/runtime-requirements.txt"
 
 
 @functools.lru_cache(maxsize=None)

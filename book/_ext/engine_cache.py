@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 import snapshots
-from book_config import ROOT, data_files, is_notebook
+from book_config import ROOT, RUNTIME_PINS, data_files, is_notebook
 from cells import read_chapter
 import execution
 from execution import snapshot_of
@@ -62,7 +62,8 @@ def run_key(path, root=ROOT) -> str:
         files = sorted(p for p in (root / "engine").rglob("*") if p.is_file()
                        and "__pycache__" not in p.parts) if (root / "engine").is_dir() else []
         engine = "installed-" + _hash_files(files, root)
-    extra = _hash_files([root / "requirements.txt", *data_files(path)], root)
+    pins = [root / "requirements.txt", root / RUNTIME_PINS]  # the second is included by the first
+    extra = _hash_files([*pins, *data_files(path)], root)
     return f"{engine}/{extra}"
 
 

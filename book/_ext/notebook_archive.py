@@ -1,22 +1,21 @@
 """The archive of the whole book: `downloads/autodiff-book.zip`, linked from the intro.
 
 Every chapter notebook (as the download menu offers it, see notebooks.py), the
-`engine` package with its pyproject.toml (`pip install .`) and a requirements.txt with
-the runtime subset of the book's pins: the pinned lines the runtime roots need (their
-dependency closure, read from the installed packages' metadata). The zip is the same
-bytes every time (fixed dates and order).
+`engine` package with its pyproject.toml (`pip install .`) and, as its
+requirements.txt, the book's runtime pins (`book/runtime-requirements.txt`, which the
+book's requirements.txt includes). The zip is the same bytes every time (fixed dates
+and order).
 """
 
 import io
 import posixpath
-import re
 import zipfile
 from pathlib import Path
 
+from book_config import RUNTIME_PINS
+
 ARCHIVE = "downloads/autodiff-book.zip"
 ARCHIVE_TOP = "autodiff-book"
-# what a reader needs to run the notebooks (their dependency closure is pinned)
-RUNTIME_ROOTS = ["numpy", "scipy", "matplotlib", "ipykernel", "nbclient", "nbformat"]
 STAMP = (2026, 1, 1, 0, 0, 0)
 
 
@@ -30,34 +29,6 @@ def zip_bytes(files: dict) -> bytes:
             info.external_attr = 0o644 << 16
             archive.writestr(info, files[name])
     return buffer.getvalue()
-
-
-def runtime_requirements(requirements, roots=RUNTIME_ROOTS):
-    """The pinned lines of `requirements` that the runtime roots need (their closure)."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    pins = {}
-    for line in Path(requirements).read_text().splitlines():
-        match = re.match(r"^([A-Za-z0-9_.-]+)\s*==\s*(\S+)$", line.split("#", 1)[0].strip())
-        if match:
-            pins[canonicalize_name(match[1])] = f"{match[1]}=={match[2]}"
-    seen, todo = set(), [canonicalize_name(r) for r in roots]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        try:
-            requires = metadata.requires(name) or []
-        except metadata.PackageNotFoundError:
-            continue
-        for req in map(Requirement, requires):
-            if not req.marker or req.marker.evaluate({"extra": ""}):
-                todo.append(canonicalize_name(req.name))
-    return [pins[n] for n in sorted(seen) if n in pins]
 
 
 def notebook_name(docname):
@@ -89,16 +60,13 @@ To run every notebook top to bottom without a browser:
 
 
 
-def write_archive(out_zip, notebooks, root, requirements):
+def write_archive(out_zip, notebooks, root):
     """Write the zip: notebooks/{name}.ipynb, engine/, pyproject.toml, requirements.txt."""
     import nbformat
 
     root, out_zip = Path(root), Path(out_zip)
-    pins = "\n".join(runtime_requirements(requirements))
     files = {"README.md": README, "pyproject.toml": (root / "pyproject.toml").read_text(),
-             "requirements.txt": (
-                 "# Runtime pins of the book (numpy, scipy, matplotlib, Jupyter kernel and their\n"
-                 "# dependencies), taken from the book's own requirements.txt.\n" + pins + "\n")}
+             "requirements.txt": (root / RUNTIME_PINS).read_text()}
     for path in sorted((root / "engine").rglob("*.py")):
         if "__pycache__" not in path.parts:
             files[path.relative_to(root).as_posix()] = path.read_bytes()

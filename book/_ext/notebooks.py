@@ -21,7 +21,7 @@ per-chapter configuration:
     Markdown cell as an image attachment of the glued output.
 * `downloads/autodiff-book.zip` (linked from the intro with the `book-archive` role):
   every chapter notebook, the `engine` package with its pyproject.toml (`pip install .`)
-  and a requirements.txt with the runtime subset of the book's pins.
+  and the book's runtime pins as its requirements.txt.
 """
 
 
@@ -234,7 +234,7 @@ def _build_finished(app, exception):
         target.write_text(nbformat.writes(nb), encoding="utf-8")
         notebooks.append((notebook_name(docname), nb))
     root = Path(app.srcdir)
-    write_archive(Path(app.outdir) / ARCHIVE, notebooks, root, root / "requirements.txt")
+    write_archive(Path(app.outdir) / ARCHIVE, notebooks, root)
 
 
 def setup(app):
