@@ -45,17 +45,21 @@ book's), and the `engine` package the chapters build.
 
     python3 -m venv .venv
     .venv/bin/pip install -r requirements.txt
-    .venv/bin/pip install .
     .venv/bin/pip install jupyterlab        # or any Jupyter front end
     .venv/bin/jupyter lab notebooks/
 
-Cells tagged `engine-listing` show the package's source as the book shows it;
-running one changes nothing the other cells see (they use the installed package).
-The prose is MyST Markdown: theorems, cross-references and citations show as their
-source unless the front end renders MyST (`pip install jupyterlab-myst`).
+Each notebook carries the engine as of its chapter: its first cell writes that
+snapshot beside the notebook (`engine-as-of-<chapter>/`) and imports it from there,
+so a chapter runs on the code it has taught so far, whatever else is installed.
+Its listings are Markdown cells, shown as the book shows them. The prose is plain
+Markdown made from the book's pages: theorems and notes as quotes, solutions folded
+under their titles, cross-references as the text the page shows.
 To run every notebook top to bottom without a browser:
 
     .venv/bin/jupyter execute notebooks/*.ipynb
+
+`engine/` with `pyproject.toml` is the finished engine, for your own code:
+`.venv/bin/pip install .`
 """
 
 
