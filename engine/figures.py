@@ -96,19 +96,15 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
     The figure is closed.
     """
     import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation
 
     frames = list(frames)
     # Every frame is cut to the same box: the union of the frames' own tight boxes, so
     # no frame has a wide empty margin and no frame's title runs off its edge.
     box, smallest = _frames_box(fig, draw, frames)
-    # The still first: once an animation exists, any canvas.draw() (draw_graph makes one)
-    # would also fire the animation's first-frame handler and paint frame 0 over it.
     draw(frames[-1] if still is None else still)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches=box)
-    animation = FuncAnimation(fig, draw, frames=frames, interval=interval, repeat=False)
-    html = _stable_ids(_player_html(animation, box, interval))
+    html = _stable_ids(_player_html(fig, draw, frames, box, interval))
     if labels is not None:
         labels = [str(label) for label in labels]
         if len(labels) != len(frames):
@@ -143,12 +139,15 @@ def _frames_box(fig, draw, frames, pad=0.1):
     return Bbox.union(boxes).padded(pad), min(sizes, default=0)
 
 
-def _player_html(animation, box, interval):
+def _player_html(fig, draw, frames, box, interval):
     """matplotlib's `to_jshtml`, with every frame saved cut to `box` (its own HTMLWriter
-    refuses a bbox_inches, since a tight box per frame would change the frame size)."""
+    refuses a bbox_inches, since a tight box per frame would change the frame size).
+    Each frame is drawn once and saved: matplotlib's FuncAnimation would also draw
+    frame 0 first and redraw the whole figure after each frame, before saving it."""
     import tempfile
     from pathlib import Path
 
+    import matplotlib
     from matplotlib.animation import HTMLWriter
 
     class BoxedWriter(HTMLWriter):
@@ -157,10 +156,15 @@ def _player_html(animation, box, interval):
             self.fig.savefig(frame, format=self.frame_format, dpi=self.dpi, bbox_inches=box)
             self._saved_frames.append(base64.encodebytes(frame.getvalue()).decode("ascii"))
 
+    dpi = matplotlib.rcParams["savefig.dpi"]  # as Animation.save chooses it
+    dpi = fig.dpi if dpi == "figure" else dpi
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "player.html")
         writer = BoxedWriter(fps=1000 / interval, embed_frames=True, default_mode="once")
-        animation.save(str(path), writer=writer)
+        with writer.saving(fig, str(path), dpi):
+            for frame in frames:
+                draw(frame)
+                writer.grab_frame()
         return path.read_text()
 
 
@@ -245,7 +249,9 @@ def draw_graph(ax, root, names=None, show_grad=True, digits=3, highlight=(), fon
             fontsize=fontsize, zorder=3,
             bbox=dict(boxstyle="round,pad=0.4", fc=colour, ec="#333333", lw=1),
         )
-    ax.figure.canvas.draw()  # lay out the boxes so arrows can stop at their edges
+    renderer = ax.figure.canvas.get_renderer()  # size the boxes, so arrows stop at their
+    for box in boxes.values():                   # edges, without drawing the figure
+        box.update_bbox_position_size(renderer)
     for node in order:
         for parent in node.parents:
             if id(parent) in boxes:
