@@ -107,6 +107,7 @@ def make_book(root: Path) -> Path:
     # notebook_archive.py packs engine/, pyproject.toml and the pins into the site's archive
     return books.make_book(root, CONFIG, chapters, pages={
         "pyproject.toml": '[project]\nname = "bad-edits"\n', "requirements.txt": "",
+        "book/runtime-requirements.txt": "",
         "book/orphan.md": FRONT + "\n# Orphan\n\n" + ORPHAN})
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import book_config
 from support import books
 from support.books import FRONT
 
@@ -159,6 +160,7 @@ def make_book(book, bad=BAD):
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", book)
     shutil.copy(ROOT / "requirements.txt", book)
+    shutil.copy(ROOT / book_config.RUNTIME_PINS, book / book_config.RUNTIME_PINS)
     return book
 
 
