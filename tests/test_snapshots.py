@@ -266,15 +266,19 @@ def test_the_engine_tests_of_a_chapter_pass_on_its_snapshot(chapter, tmp_path):
 # -- the cache keys -----------------------------------------------------------------------
 
 
-def test_an_edit_of_a_later_chapters_lines_keeps_earlier_keys(tmp_path):
-    import shutil
-
-    book = tmp_path / "book-copy"
+def _book_copy(folder, chapters):
+    """The engine, the toc and empty pages of `chapters`: what a cache key reads."""
+    book = folder / "book-copy"
     shutil.copytree(ROOT / "engine", book / "engine", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "_toc.yml", book)
     (book / "book").mkdir()
-    for chapter in ("tensors", "memory", "speed"):
+    for chapter in chapters:
         (book / "book" / f"{chapter}.md").write_text("")
+    return book
+
+
+def test_an_edit_of_a_later_chapters_lines_keeps_earlier_keys(tmp_path):
+    book = _book_copy(tmp_path, ("tensors", "memory", "speed"))
     (book / "requirements.txt").write_text("")
     before = {c: engine_cache.run_key(book / "book" / f"{c}.md", book)
               for c in ("tensors", "memory", "speed")}
@@ -291,11 +295,7 @@ def test_an_edit_of_a_later_chapters_lines_keeps_earlier_keys(tmp_path):
 def test_a_new_runtime_pin_changes_every_key(tmp_path):
     """The runtime pins live in their own file, which requirements.txt includes: a change
     there (a new NumPy) must run every chapter again, as a change of requirements.txt does."""
-    book = tmp_path / "book-copy"
-    shutil.copytree(ROOT / "engine", book / "engine", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "_toc.yml", book)
-    (book / "book").mkdir()
-    (book / "book" / "tensors.md").write_text("")
+    book = _book_copy(tmp_path, ("tensors",))
     shutil.copy(ROOT / "requirements.txt", book)
     pins = book / book_config.RUNTIME_PINS
     shutil.copy(ROOT / book_config.RUNTIME_PINS, pins)
