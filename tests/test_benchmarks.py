@@ -20,7 +20,8 @@ def check_workloads(section):
                                                "autograd"}
     assert set(section["ablations"]) == {  # chapter fast's steps, each undone
         "engine_without_adopt", "engine_without_wrap", "engine_without_plain",
-        "engine_without_clock", "engine_without_sweep", "engine_without_seed"}
+        "engine_without_clock", "engine_without_sweep", "engine_without_seed",
+        "engine_without_calls"}
     assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
                                      "engine_with_unchecked"}
     names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])

@@ -369,6 +369,7 @@ ABLATIONS = {  # the step of chapter `fast` each undoes, and how
     "clock": "Step 5: every operation notes its saved arrays' versions",
     "sweep": "Step 6: the sweep of chapter memory",
     "seed": "Step 7: a seed of ones written out",
+    "calls": "Step 8: the loss with its masks, shapes by np.broadcast_shapes",
 }
 
 
@@ -457,8 +458,23 @@ def ablate(step):
         T.Tensor.backward, T.Tensor._run_closure = backward, run_closure
     elif step == "seed":
         T.seed_ones = np.ones  # backward's `_seed` looks it up at each call
+    elif step == "calls":
+        import engine.functional as F
+
+        F._every_row_counts = lambda logits, targets, ignore_index: False  # the general way
+        T.broadcast_shape = plain_broadcast_shape  # `_pair` looks it up at each call
     else:
         raise ValueError(f"no step {step!r} to undo: {', '.join(ABLATIONS)}")
+
+
+def plain_broadcast_shape(shape_a, shape_b, op):
+    """broadcast_shape as chapter `shapes` writes it: NumPy answers, or raises."""
+    if shape_a == shape_b:
+        return shape_a
+    try:
+        return np.broadcast_shapes(shape_a, shape_b)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {shape_a} and {shape_b} cannot be broadcast") from None
 
 
 # -- a step tried and not kept: measured beside the others, applied by patching ---------
