@@ -156,18 +156,21 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
 
 #> fast
 def _every_row_counts(logits, targets, ignore_index):
-    """Whether every row of `logits` has a valid target, none ignored, and the logits are finite.
-
-    That is the case of a training loop; anything else goes the general way, whose checks say
-    what is wrong. No target can equal an `ignore_index` outside 0..C-1, such as the default.
+    """Whether every row of `logits` has a valid target and none is ignored: a training loop's
+    case. Anything else goes the general way, whose checks say what is wrong. No target can
+    equal an `ignore_index` outside 0..C-1, such as the default.
     """
     if not (isinstance(logits, Tensor) and logits.ndim == 2 and type(targets) is np.ndarray
             and targets.dtype.kind in "iu"):
         return False
     n, c = logits.shape
-    return (targets.shape == (n,) and n > 0
-            and (ignore_index is None or not 0 <= ignore_index < c)
-            and targets.min() >= 0 and targets.max() < c and np.isfinite(logits.data).all())
+    if targets.shape != (n,) or n == 0 or ignore_index is not None and 0 <= ignore_index < c:
+        return False
+    #> errors
+    if not np.isfinite(logits.data).all():
+        return False  # the general way refuses non-finite logits, and says where they are
+    #> fast
+    return targets.min() >= 0 and targets.max() < c
 
 
 def _mean_over_every_row(logits, targets):

@@ -191,4 +191,12 @@ def test_the_loss_goes_the_general_way_whenever_a_row_might_not_count():
     assert not _every_row_counts(x, np.array([0, 3]), -100)  # out of range: an error there
     assert not _every_row_counts(x, np.array([0]), -100)  # one target for two rows
     assert not _every_row_counts(Tensor(np.zeros((0, 3))), np.array([], int), -100)
+
+
+@pytest.mark.chapter("errors")  # the general way refuses non-finite logits, naming them
+def test_non_finite_logits_go_the_general_way():
+    from engine.functional import _every_row_counts
+
     assert not _every_row_counts(Tensor([[0.0, np.inf, 1.0]]), np.array([0]), -100)
+    with pytest.raises(ValueError, match="non-finite"):
+        cross_entropy(Tensor([[0.0, np.nan, 1.0]]), np.array([0]))
