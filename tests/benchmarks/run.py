@@ -400,6 +400,7 @@ def history_entry(section):
                            "times": {impl: {"samples": w["times"][impl]["samples"]}
                                      for impl in ("engine", versus)}}
     return {"commit": section["commit"], "date": section["date"],
+            "machine": section["machine"]["cpu"],  # the ratios move with the processor
             "load_average": section["machine"]["load_average"], "workloads": workloads}
 
 
