@@ -14,15 +14,6 @@ def broadcast_shape(shape_a, shape_b, op):
     """The shape NumPy gives `a op b`, or a ValueError naming both shapes."""
     if shape_a == shape_b:
         return shape_a  # the common case, and nothing to check
-    #> fast
-    # NumPy's rule on two tuples, in Python: np.broadcast_shapes makes an array for each
-    # shape to answer (chapter `fast`, Step 8); a pair that does not fit goes on to it
-    width = max(len(shape_a), len(shape_b))
-    a = (1,) * (width - len(shape_a)) + tuple(shape_a)
-    b = (1,) * (width - len(shape_b)) + tuple(shape_b)
-    if all(m == n or m == 1 or n == 1 for m, n in zip(a, b)):
-        return tuple(n if m == 1 else m for m, n in zip(a, b))
-    #> shapes
     try:
         return np.broadcast_shapes(shape_a, shape_b)
     except ValueError:
