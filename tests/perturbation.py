@@ -21,12 +21,18 @@ rounding. The chapter verifier runs every chapter with this installed in its ker
 """
 
 import math
+import struct
 
 import numpy as np
 
 EXACT_OPS = {"neg", "relu", "abs", "max", "min", "maximum", "minimum", "where", "clip",
              "reshape", "transpose", "index", "squeeze", "unsqueeze", "concatenate", "stack",
              "expand", "sign", "detach", "copy"}
+
+
+MIXER = 0xBF58476D1CE4E5B9  # the multiplier of splitmix64: spreads the bits to the top two
+TOP = 2.0**1023  # the top binade: left as it is
+STEPS = (-2.0, -1.0, 1.0, 2.0)  # in ulps
 
 
 class Nudger:
@@ -37,16 +43,17 @@ class Nudger:
     the same result every time, so a program run twice still agrees with itself.
     """
 
-    STEPS = np.array([-2.0, -1.0, 1.0, 2.0])
+    STEPS = np.array(STEPS)
 
     def __init__(self, seed):
-        self.key = np.uint64((0x9E3779B97F4A7C15 * (seed + 1)) % 2**64)
+        self.int_key = (0x9E3779B97F4A7C15 * (seed + 1)) % 2**64
+        self.key = np.uint64(self.int_key)
         self.count = 0  # values nudged, for the runner's report
 
     def steps(self, array):
         bits = np.ascontiguousarray(array, dtype=np.float64).view(np.uint64)
         with np.errstate(over="ignore"):
-            mixed = (bits ^ self.key) * np.uint64(0xBF58476D1CE4E5B9)
+            mixed = (bits ^ self.key) * np.uint64(MIXER)
         return self.STEPS[(mixed >> np.uint64(62)).astype(np.intp)].reshape(np.shape(array))
 
     def array(self, data, in_place):
@@ -56,10 +63,11 @@ class Nudger:
         array = np.asarray(data)
         if array.dtype != np.float64 or array.size == 0:
             return data
-        with np.errstate(invalid="ignore"):
-            steady = ~np.isfinite(array) | (array == np.round(array)) & (np.abs(array) <= 2**53)
-        with np.errstate(invalid="ignore"):
-            delta = np.where(steady, 0.0, self.steps(array) * np.spacing(np.abs(array)))
+        with np.errstate(invalid="ignore", over="ignore"):  # spacing(max float) is inf
+            size = np.abs(array)
+            steady = ~np.isfinite(array) | (array == np.round(array)) & (size <= 2**53)
+            steady |= size >= TOP  # a nudge there could reach inf, which no library returns
+            delta = np.where(steady, 0.0, self.steps(array) * np.spacing(size))
         self.count += array.size
         if not delta.any():  # every entry exact (the seed of ones): the very same array
             return data
@@ -70,10 +78,15 @@ class Nudger:
         return (array + delta)[()] if array.ndim == 0 else array + delta
 
     def scalar(self, value):
-        if not math.isfinite(value) or (value == round(value) and abs(value) <= 2**53):
+        """The step `steps` takes for this value's bits, computed in Python: NumPy calls on a
+        single float cost more than the engine's own scalar operation (Var, Dual)."""
+        if (not math.isfinite(value) or (value == round(value) and abs(value) <= 2**53)
+                or abs(value) >= TOP):
             return value
         self.count += 1
-        return value + float(self.steps(np.array(value))) * math.ulp(value)
+        bits = int.from_bytes(struct.pack("<d", value), "little")
+        mixed = ((bits ^ self.int_key) * MIXER) & 0xFFFF_FFFF_FFFF_FFFF  # uint64 wraps
+        return value + STEPS[mixed >> 62] * math.ulp(value)
 
 
 def _shares_memory_with_parents(data, parents):

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+import hypothesis
+from hypothesis import strategies as st
 import pytest
 
 import book_config
@@ -214,6 +216,19 @@ def test_perturbation_hands_back_an_array_it_leaves_exact_as_it_is():
     assert nudger.array(seed, in_place=False) is seed
     moved = nudger.array(np.array([0.1, 2.0]), in_place=False)
     assert moved[0] != 0.1 and moved[1] == 2.0
+
+
+@pytest.mark.filterwarnings("error")  # and a nudge never overflows
+@hypothesis.given(st.floats(allow_nan=False, allow_infinity=False), st.integers(0, 5))
+def test_a_float_moves_as_the_same_entry_of_an_array_does(value, seed):
+    """The scalar path (Var, Dual) takes the same step as the array path (Tensor): one rule,
+    whichever type carries the value."""
+    import perturbation
+
+    nudger = perturbation.Nudger(seed)
+    as_float = nudger.array(value, in_place=False)
+    assert type(as_float) is float
+    assert as_float == nudger.array(np.array([value]), in_place=False)[0]
 
 
 CHAOS_CONFIG = """\
