@@ -43,7 +43,7 @@ class Nudger:
     the same result every time, so a program run twice still agrees with itself.
     """
 
-    STEPS = np.array(STEPS)
+    STEP_ARRAY = np.array(STEPS)
 
     def __init__(self, seed):
         self.int_key = (0x9E3779B97F4A7C15 * (seed + 1)) % 2**64
@@ -54,7 +54,7 @@ class Nudger:
         bits = np.ascontiguousarray(array, dtype=np.float64).view(np.uint64)
         with np.errstate(over="ignore"):
             mixed = (bits ^ self.key) * np.uint64(MIXER)
-        return self.STEPS[(mixed >> np.uint64(62)).astype(np.intp)].reshape(np.shape(array))
+        return self.STEP_ARRAY[(mixed >> np.uint64(62)).astype(np.intp)].reshape(np.shape(array))
 
     def array(self, data, in_place):
         """`data` nudged: in place when it is a fresh array the caller owns."""
