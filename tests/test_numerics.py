@@ -11,10 +11,12 @@ chapter on it, and the book runs afresh on it twice more (test_determinism's sec
 clean build, byte-identical to the verified one, and test_notebook_roundtrip's
 downloaded notebooks, checked against their `expect:`).
 
-The matrix is most of the test command's work, and most of the rest runs on one
-core: so when a session will run the matrix's tests, tests/conftest.py starts the
-matrix on one core as the session starts (`start_in_background`) and puts those tests
-last; the `matrix` fixture then gives it both cores and waits for it.
+The matrix is most of the test command's work, and the rest of the session often
+waits (on the browser, on a build's subprocesses) with a core idle: so when a session
+will run the matrix's tests, tests/conftest.py starts the matrix as the session starts
+(`start_in_background`) and puts those tests last. Its verifier processes run on both
+cores at a lower priority (`NICENESS`): they take what the session leaves idle and
+give way whenever the session's own work wants a core.
 """
 
 import atexit
@@ -42,6 +44,7 @@ ROOT = verifier.ROOT
 ENVIRONMENTS = numerics.environments()
 MATRIX = [e for e in ENVIRONMENTS if e.name != "machine"]  # the machine: see above
 SUMMARY = ROOT / "_build" / "numerics.json"
+NICENESS = 10  # of the matrix run beside the session: CFS then gives it a tenth of a busy core
 CHAPTERS = book_config.chapter_paths(ROOT)
 
 
@@ -49,12 +52,12 @@ _live = set()  # verifier processes still running, stopped if the session ends f
 atexit.register(lambda: [process.kill() for process in list(_live)])
 
 
-def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
+def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None, niceness=0):
     """{environment name: {chapter: result}} from one verifier process per environment.
 
     They run side by side as far as `cores` allow (an environment with several BLAS
-    threads takes the cores it uses, at most all of them); `cores` may be a function,
-    asked again each time an environment could start.
+    threads takes the cores it uses, at most all of them), at `niceness` (Unix); `cores`
+    may be a function, asked again each time an environment could start.
     """
     if not callable(cores):
         cores = (lambda fixed: lambda: fixed)(cores or min(os.cpu_count() or 1, 2))
@@ -63,6 +66,7 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
     results = {e.name: {"skipped": e.runnable(features)} for e in environments
                if e.runnable(features) is not None}
     running = []  # (environment, process, json path, log path, cores it uses, start)
+    began = time.perf_counter()
     def slots(environment):
         return min(environment.threads or cores(), cores())
 
@@ -78,7 +82,8 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
                        "--environment", environment.name, "--json", str(out), *chapters]
             with open(log, "w") as log_file:
                 process = subprocess.Popen(command, cwd=root, stdout=log_file,
-                                           stderr=subprocess.STDOUT)
+                                           stderr=subprocess.STDOUT,
+                                           preexec_fn=lowered(niceness))
             _live.add(process)
             running.append((environment, process, out, log, slots(environment),
                             time.perf_counter()))
@@ -94,22 +99,28 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None):
             results[environment.name] = {
                 "chapters": chapters_done, "returncode": process.returncode,
                 "seconds": round(time.perf_counter() - start, 1),
+                "started_at": round(start - began, 1),  # seconds into the matrix's run
                 "log": log.read_text(errors="replace")[-4000:],
             }
     return results
 
 
+def lowered(niceness):
+    """What a child runs before it starts: lower its priority by `niceness` (Unix)."""
+    if not niceness or not hasattr(os, "nice"):
+        return None
+    return lambda: os.nice(niceness)
+
+
 class Background:
-    """The matrix run beside the session, on one core until `wait()` gives it both."""
+    """The matrix run beside the session, on both cores, at a lower priority."""
 
     def __init__(self, environments, out_dir):
-        self.cores = 1
         self.started = time.perf_counter()
         self.future = background.start(run_matrix, environments, out_dir, (),
-                                       ROOT, lambda: self.cores)
+                                       ROOT, None, NICENESS)
 
     def wait(self):
-        self.cores = min(os.cpu_count() or 1, 2)
         return self.future.result()
 
 

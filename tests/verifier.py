@@ -289,6 +289,8 @@ def main(argv=None):
                         env=env)
         results[result.name] = {"ok": result.ok, "seconds": round(result.seconds, 1),
                                 "cells": len(result.chapter.cells),
+                                "cell_seconds": {str(line): round(s, 2) for line, s
+                                                 in sorted(result.cell_seconds.items())},
                                 "report": "" if result.ok else result.report()}
         if args.json:  # after every chapter: a run cut short still says how far it got
             args.json.write_text(json.dumps(results, indent=1))
