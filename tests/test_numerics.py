@@ -11,12 +11,11 @@ chapter on it, and the book runs afresh on it twice more (test_determinism's sec
 clean build, byte-identical to the verified one, and test_notebook_roundtrip's
 downloaded notebooks, checked against their `expect:`).
 
-The matrix is most of the test command's work, and the rest of the session often
-waits (on the browser, on a build's subprocesses) with a core idle: so when a session
-will run the matrix's tests, tests/conftest.py starts the matrix as the session starts
+The matrix is most of the test command's work: so when a session will run the
+matrix's tests, tests/conftest.py starts the matrix as the session starts
 (`start_in_background`) and puts those tests last. Its verifier processes run on both
-cores at a lower priority (`NICENESS`): they take what the session leaves idle and
-give way whenever the session's own work wants a core.
+cores at a lower priority (`NICENESS`): the session's own work comes first, the matrix
+takes the rest, and on two cores it ends before the session does instead of after it.
 """
 
 import atexit
@@ -56,11 +55,9 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None, nicene
     """{environment name: {chapter: result}} from one verifier process per environment.
 
     They run side by side as far as `cores` allow (an environment with several BLAS
-    threads takes the cores it uses, at most all of them), at `niceness` (Unix); `cores`
-    may be a function, asked again each time an environment could start.
+    threads takes the cores it uses, at most all of them), at `niceness` (Unix).
     """
-    if not callable(cores):
-        cores = (lambda fixed: lambda: fixed)(cores or min(os.cpu_count() or 1, 2))
+    cores = cores or min(os.cpu_count() or 1, 2)
     features = numerics.numpy_cpu_features()
     pending = [e for e in environments if e.runnable(features) is None]
     results = {e.name: {"skipped": e.runnable(features)} for e in environments
@@ -68,10 +65,10 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None, nicene
     running = []  # (environment, process, json path, log path, cores it uses, start)
     began = time.perf_counter()
     def slots(environment):
-        return min(environment.threads or cores(), cores())
+        return min(environment.threads or cores, cores)
 
     while pending or running:
-        free = cores() - sum(r[4] for r in running)
+        free = cores - sum(r[4] for r in running)
         fits = [e for e in pending if slots(e) <= free] if running else pending[:1]
         if fits:  # the first environment that fits in the cores left
             environment = fits[0]
