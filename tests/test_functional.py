@@ -153,3 +153,50 @@ def test_ignored_rows_get_no_gradient_and_mean_counts_kept_rows_only(case, mask_
     assert np.all(logits.grad[ignored] == 0.0)
     if not ignored.all():
         assert gradcheck(lambda z: cross_entropy(z, marked, ignore_index=-100), [logits])
+
+
+def _loss_and_grad(logits, targets, **options):
+    x = Tensor(logits)
+    loss = cross_entropy(x, targets, **options)
+    loss.backward()
+    return loss.data, x.grad
+
+
+@FAST
+@given(case=strategies.classification(ignore=False), scale=st.sampled_from([1e-3, 1.0, 300.0]))
+@pytest.mark.chapter("fast")  # Step 8: the usual case in fewer calls, bit for bit the same
+def test_the_loss_when_every_row_counts_is_the_general_loss_bit_for_bit(case, scale):
+    from engine import functional
+
+    logits, targets, _ = case
+    fast = _loss_and_grad(logits * scale, targets)
+    assert functional._every_row_counts(Tensor(logits), targets, -100)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(functional, "_every_row_counts", lambda *args: False)
+        general = _loss_and_grad(logits * scale, targets)
+    for a, b in zip(fast, general):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.chapter("fast")
+def test_the_loss_goes_the_general_way_whenever_a_row_might_not_count():
+    from engine.functional import _every_row_counts
+
+    x = Tensor(np.zeros((2, 3)))
+    assert _every_row_counts(x, np.array([0, 2]), -100)
+    assert _every_row_counts(x, np.array([0, 2]), None)
+    assert not _every_row_counts(x, np.array([0, 2]), 1)  # a class: rows could be ignored
+    assert not _every_row_counts(x, [0, 2], -100)  # a list: the general checks convert it
+    assert not _every_row_counts(x, np.array([0.0, 2.0]), -100)  # floats: an error there
+    assert not _every_row_counts(x, np.array([0, 3]), -100)  # out of range: an error there
+    assert not _every_row_counts(x, np.array([0]), -100)  # one target for two rows
+    assert not _every_row_counts(Tensor(np.zeros((0, 3))), np.array([], int), -100)
+
+
+@pytest.mark.chapter("errors")  # the general way refuses non-finite logits, naming them
+def test_non_finite_logits_go_the_general_way():
+    from engine.functional import _every_row_counts
+
+    assert not _every_row_counts(Tensor([[0.0, np.inf, 1.0]]), np.array([0]), -100)
+    with pytest.raises(ValueError, match="non-finite"):
+        cross_entropy(Tensor([[0.0, np.nan, 1.0]]), np.array([0]))

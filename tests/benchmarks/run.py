@@ -129,7 +129,7 @@ TRIED_LABELS = {f"engine_with_{name}": f"engine with {what}"
 # `processes` sets of fresh workers, one set after another, each sampled for `repeats` rounds:
 # a worker's time moves by a few percent with its process (where its heap and arrays land),
 # so pooling several processes per implementation keeps one lucky process out of a ratio
-FULL = {"repeats": 3, "processes": 3, "min_time": 0.2, "warmup": 0.2}
+FULL = {"repeats": 5, "processes": 3, "min_time": 0.2, "warmup": 0.2}
 QUICK = {"repeats": 3, "processes": 1, "min_time": 0.05, "warmup": 0.05}
 
 
