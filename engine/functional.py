@@ -124,7 +124,7 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
     """
     #> fast
     if reduction == "mean" and _every_row_counts(logits, targets, ignore_index):
-        return _mean_over_every_row(logits, targets)  # Step 8: the usual case, fewer calls
+        return _mean_over_every_row(logits, targets)  # Step 8: the usual case
     #> losses
     _check_reduction(reduction)
     targets, kept = _check_targets(logits, targets, ignore_index)
@@ -156,9 +156,10 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
 
 #> fast
 def _every_row_counts(logits, targets, ignore_index):
-    """Whether every row of `logits` has a valid target and none is ignored: a training loop's
-    case. Anything else goes the general way, whose checks say what is wrong. No target can
-    equal an `ignore_index` outside 0..C-1, such as the default.
+    """Whether every row of `logits` has a valid target and none is ignored:
+    a training loop's case. Anything else goes the general way, whose checks
+    say what is wrong. No target can equal an `ignore_index` outside 0..C-1,
+    such as the default.
     """
     if not (isinstance(logits, Tensor) and logits.ndim == 2 and type(targets) is np.ndarray
             and targets.dtype.kind in "iu"):
@@ -174,7 +175,7 @@ def _every_row_counts(logits, targets, ignore_index):
 
 
 def _mean_over_every_row(logits, targets):
-    """`cross_entropy(logits, targets)` when every row counts: the same arithmetic, no masks."""
+    """`cross_entropy(logits, targets)` when every row counts: no masks."""
     n = len(targets)
     rows = np.arange(n)
     shifted = logits.data - logits.data.max(axis=1, keepdims=True)
