@@ -515,8 +515,7 @@ def experiment(name):
 def _shapes_in_python():
     """`broadcast_shape` applies NumPy's rule to the two tuples in Python instead of asking
     `np.broadcast_shapes`, which makes an empty array of each shape and a `np.broadcast`; a pair
-    that does not fit still goes the old way, which raises. The same shapes, a few microseconds
-    less per bias `+`.
+    that does not fit still goes the old way, which raises. The same shapes; alone, no faster.
     """
     import engine.tensor as T
 
