@@ -78,6 +78,10 @@ class VersionedArray(np.ndarray):
             return array
         return super().__array_wrap__(array, context, return_scalar)
 
+    # Step 9: beside a plain array (a VJP, a seed) the plain array decides the result's class:
+    # ndarray's priority is 0.0, so NumPy returns a plain result without calling the hook above
+    __array_priority__ = -1.0
+
 
 # PyTorch keeps a tensor's version in a counter that the tensor shares with its views.
 # A NumPy array has no room for one, and NumPy makes some views of a view point past it,

@@ -564,7 +564,6 @@ class Tensor:
                 "it was computed from has requires_grad=True, or it was computed inside "
                 "no_grad()"
             )
-        trouble = FloatingPointTrouble()  # nan or inf made by a closure: warned about after
         #> fast
         clock = write_clock[0]  # Step 5: a node made since the last write needs no check
         #> tensors
@@ -598,20 +597,13 @@ class Tensor:
         #         if not retain_graph:
         #             release(node)  # its closure has run: what it saved can go now
         #> errors
-        with trouble.watch():
-            while order:  # each node leaves the list, so that it can go (chapter `fast`)
-                node = order.pop()
-                if node.op:  # a leaf has no closure to run and nothing to release
-                    trouble.op = node.op
-                    node._run_closure()
-                    if not retain_graph:
-                        release(node)  # its closure has run: what it saved can go now
+        met = TROUBLE.watch(_sweep, order, retain_graph)  # nan or inf made by a closure
         #< memory, replaced in fast
         # if not retain_graph:
         #     for node in order:
         #         release(node)  # drop closures and parents: saved arrays can be freed
         #> errors
-        trouble.warn()
+        TROUBLE.warn(met)  # once, at the reader's line
 
     #> tensors
     def _run_closure(self):
@@ -869,9 +861,12 @@ def _describe(data):
 
 
 def _caller_level():
-    """The `stacklevel` of the first frame outside the engine: the reader's line."""
+    """The `stacklevel` of the first frame outside the engine: the reader's line. The frame
+    of NumPy's errstate around the sweep (`_watching`) is the engine's too: a checkpoint
+    runs a backward inside it."""
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_ENGINE_DIR):
+    while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIR)
+                                 or frame.f_code is _watching.__code__):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -886,33 +881,70 @@ _FIXES = {  # what each operation gives on bad input, and what PyTorch gives
 
 
 class FloatingPointTrouble:
-    """NumPy's floating-point errors in the closures of one sweep, by operation.
+    """NumPy's floating-point errors in the closures of a sweep, by operation.
 
     NumPy would warn from inside this file, where the reader cannot place it;
-    `backward` collects them instead and warns once, at the reader's line.
+    `backward` collects them instead and warns once, at the reader's line. One
+    collector, TROUBLE, serves every sweep, so that NumPy's error state that calls
+    it is made once, at import (`_watching`), not at every backward.
     """
 
     def __init__(self):
         self.op, self.seen = "", {}
 
-    def watch(self):
-        return np.errstate(divide="call", over="call", invalid="call", call=self)
+    def watch(self, sweep, *args):
+        """Run `sweep(*args)` with NumPy calling this collector on a floating-point error;
+        return what it met, by operation. A backward inside a sweep (a checkpoint's
+        closure runs one) sets aside what the outer sweep has met, and gives it back."""
+        outer = self.op, self.seen
+        self.seen = {}
+        try:
+            _watching(sweep, *args)
+            return self.seen
+        finally:
+            self.op, self.seen = outer
 
     def __call__(self, kind, flag):  # NumPy's callback: kind is "divide by zero" and so on
         kinds = self.seen.setdefault(self.op, [])
         if kind not in kinds:
             kinds.append(kind)
 
-    def warn(self):
-        if self.seen:
+    def warn(self, met):
+        if met:
             what = ", ".join(f"{' and '.join(kinds)} in the backward of '{op}'"
-                             for op, kinds in self.seen.items())
+                             for op, kinds in met.items())
             warnings.warn(
                 f"backward: the gradient is not finite: NumPy met {what} (a slope that is "
                 "infinite somewhere, as sqrt's at 0, or a nan or inf from the forward pass); "
                 "PyTorch returns the same values without a warning",
                 RuntimeWarning, stacklevel=_caller_level(),
             )
+
+
+TROUBLE = FloatingPointTrouble()
+
+
+# NumPy's error states, each made once: as a decorator, np.errstate sets its state at each
+# call of the function, without the object and the `with` that cost about 1 us per use
+@np.errstate(divide="call", over="call", invalid="call", call=TROUBLE)
+def _watching(run, *args):
+    return run(*args)
+
+
+@np.errstate(divide="raise", invalid="raise", over="raise")
+def _raising(ufunc, *arrays):
+    return ufunc(*arrays)
+
+
+def _sweep(order, retain_graph):
+    """Backward's loop: each node's closure, from the last node to the first."""
+    while order:  # each node leaves the list, so that it can go (chapter `fast`)
+        node = order.pop()
+        if node.op:  # a leaf has no closure to run and nothing to release
+            TROUBLE.op = node.op
+            node._run_closure()
+            if not retain_graph:
+                release(node)  # its closure has run: what it saved can go now
 
 
 def checked(ufunc, *arrays, op):
@@ -922,8 +954,7 @@ def checked(ufunc, *arrays, op):
     The values are NumPy's (and PyTorch's): nan and inf are returned, not raised.
     """
     try:
-        with np.errstate(divide="raise", invalid="raise", over="raise"):
-            return ufunc(*arrays)
+        return _raising(ufunc, *arrays)  # nan, inf or overflow raise
     except FloatingPointError as error:
         with np.errstate(all="ignore"):
             y = ufunc(*arrays)

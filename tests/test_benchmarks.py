@@ -21,7 +21,7 @@ def check_workloads(section):
     assert set(section["ablations"]) == {  # chapter fast's steps, each undone
         "engine_without_adopt", "engine_without_wrap", "engine_without_plain",
         "engine_without_clock", "engine_without_sweep", "engine_without_seed",
-        "engine_without_loss"}
+        "engine_without_loss", "engine_without_priority"}
     assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
                                      "engine_with_unchecked", "engine_with_shapes"}
     names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])

@@ -158,3 +158,49 @@ def test_tensor_exponent_matches_autograd_for_positive_bases():
     (x ** p * Tensor(weights, requires_grad=False)).sum().backward()
     np.testing.assert_allclose(x.grad, autograd.grad(f, 0)(x_values, p_values), rtol=1e-12)
     np.testing.assert_allclose(p.grad, autograd.grad(f, 1)(x_values, p_values), rtol=1e-12)
+
+
+# -- the collector of a sweep's floating-point trouble, shared by every backward --------
+
+def _warnings_of(run):
+    """The warnings `run()` gives, as (first part of the message, file it points at)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run()
+    return [(str(w.message).split(" (")[0], w.filename) for w in caught]
+
+
+def test_a_clean_backward_after_a_troubled_one_warns_of_nothing():
+    x = Tensor([0.0, 1.0])
+    assert _warnings_of(lambda: x.sqrt().sum().backward()) == [
+        ("backward: the gradient is not finite: NumPy met divide by zero in the backward "
+         "of 'sqrt'", __file__)]
+    assert _warnings_of(lambda: Tensor([4.0]).sqrt().sum().backward()) == []
+
+
+def test_a_backward_inside_a_sweep_warns_of_its_own_trouble_and_the_outer_of_its_own():
+    from engine import nn
+    from engine.memory import checkpoint
+
+    class Root(nn.Module):
+        def __init__(self):
+            self.w = Tensor([1.0, 1.0])
+
+        def __call__(self, x):
+            return (x * self.w).sqrt()
+
+        def parameters(self):
+            return [self.w]
+
+    x = Tensor([0.0, 4.0])
+    made = []  # log 0 = -inf, warned of forward; log's closure divides by 0
+    assert _warnings_of(lambda: made.append(checkpoint(Root(), x).log())) == [
+        ("log: 1 of 2 entries are not finite", __file__)]
+    y = made[0]
+    # the outer sweep meets log's trouble first, then runs the checkpoint's backward,
+    # whose closures meet their own: each sweep warns of its own, at this file's line
+    assert _warnings_of(lambda: y.sum().backward()) == [
+        ("backward: the gradient is not finite: NumPy met invalid value in the backward "
+         "of '*'", __file__),  # the checkpoint's sweep: inf * 0 for the grad of w
+        ("backward: the gradient is not finite: NumPy met divide by zero in the backward "
+         "of 'log'", __file__)]  # the outer sweep's, kept aside while the inner one ran

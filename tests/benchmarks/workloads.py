@@ -370,6 +370,7 @@ ABLATIONS = {  # the step of chapter `fast` each undoes, and how
     "sweep": "Step 6: the sweep of chapter memory",
     "seed": "Step 7: a seed of ones written out",
     "loss": "Step 8: the loss with its masks when every row counts",
+    "priority": "Step 9: a VersionedArray beside a plain array wrapped by its hook",
 }
 
 
@@ -432,21 +433,22 @@ def ablate(step):
         def backward(self, gradient=None, retain_graph=False):  # before Step 6
             if not self.requires_grad:
                 raise RuntimeError("backward: this tensor does not require a gradient")
-            trouble = T.FloatingPointTrouble()
             order = self.topo_order()
             for node in order:
                 T.check_saved(node)
                 if node.parents:
                     node.grad = None
             self._add_grad(self._seed(gradient))
-            with trouble.watch():
+            def sweep():
                 for node in reversed(order):
-                    trouble.op = node.op
+                    T.TROUBLE.op = node.op
                     node._run_closure()
+
+            met = T.TROUBLE.watch(sweep)
             if not retain_graph:
                 for node in order:
                     T.release(node)
-            trouble.warn()
+            T.TROUBLE.warn(met)
 
         def run_closure(self):
             if self.backward_fn is None:
@@ -458,6 +460,10 @@ def ablate(step):
         T.Tensor.backward, T.Tensor._run_closure = backward, run_closure
     elif step == "seed":
         T.seed_ones = np.ones  # backward's `_seed` looks it up at each call
+    elif step == "priority":
+        import engine.memory as M
+
+        del M.VersionedArray.__array_priority__  # back to ndarray's 0.0: the hook is called
     elif step == "loss":
         import engine.functional as F
 
@@ -480,10 +486,9 @@ def experiment(name):
     import engine.tensor as T
 
     if name == "unchecked":  # what the checks cost: no errstate around log, sqrt, exp, /, **
-        import contextlib  # and none around the sweep; the values are NumPy's either way
-
+        # and none around the sweep; the values are NumPy's either way
         T.checked = lambda ufunc, *arrays, op: ufunc(*arrays)
-        T.FloatingPointTrouble.watch = lambda self: contextlib.nullcontext()
+        T.TROUBLE.watch = lambda sweep, *args: sweep(*args) or {}  # nothing met
         return
     if name == "shapes":
         _shapes_in_python()
