@@ -78,8 +78,9 @@ class VersionedArray(np.ndarray):
             return array
         return super().__array_wrap__(array, context, return_scalar)
 
-    # Step 9: beside a plain array (a VJP, a seed) the plain array decides the result's class:
-    # ndarray's priority is 0.0, so NumPy returns a plain result without calling the hook above
+    # Step 9: a plain array beside this one (a VJP, a seed) decides the result's
+    # class, as ndarray's priority is 0.0: NumPy returns the plain result as it is,
+    # without calling the hook above
     __array_priority__ = -1.0
 
 

@@ -597,7 +597,7 @@ class Tensor:
         #         if not retain_graph:
         #             release(node)  # its closure has run: what it saved can go now
         #> errors
-        met = TROUBLE.watch(_sweep, order, retain_graph)  # nan or inf made by a closure
+        met = TROUBLE.watch(_sweep, order, retain_graph)  # what the closures met
         #< memory, replaced in fast
         # if not retain_graph:
         #     for node in order:
@@ -861,9 +861,12 @@ def _describe(data):
 
 
 def _caller_level():
-    """The `stacklevel` of the first frame outside the engine: the reader's line. The frame
-    of NumPy's errstate around the sweep (`_watching`) is the engine's too: a checkpoint
-    runs a backward inside it."""
+    """The `stacklevel` of the first frame outside the engine: the reader's line.
+
+    The wrapper frame of a function that np.errstate decorates (`_watching`, around
+    the sweep) lives in NumPy's file but is the engine's: a checkpoint runs a
+    backward inside it.
+    """
     frame, level = sys._getframe(1), 1
     while frame is not None and (frame.f_code.co_filename.startswith(_ENGINE_DIR)
                                  or frame.f_code is _watching.__code__):
@@ -893,9 +896,10 @@ class FloatingPointTrouble:
         self.op, self.seen = "", {}
 
     def watch(self, sweep, *args):
-        """Run `sweep(*args)` with NumPy calling this collector on a floating-point error;
-        return what it met, by operation. A backward inside a sweep (a checkpoint's
-        closure runs one) sets aside what the outer sweep has met, and gives it back."""
+        """Run `sweep(*args)`, NumPy calling this collector on a floating-point
+        error; return what it met, by operation. A backward inside a sweep (a
+        checkpoint's closure runs one) sets aside what the outer sweep has met,
+        and gives it back."""
         outer = self.op, self.seen
         self.seen = {}
         try:
@@ -924,8 +928,9 @@ class FloatingPointTrouble:
 TROUBLE = FloatingPointTrouble()
 
 
-# NumPy's error states, each made once: as a decorator, np.errstate sets its state at each
-# call of the function, without the object and the `with` that cost about 1 us per use
+# NumPy's error states, each made once: as a decorator, np.errstate sets its state
+# at each call of the function, without the object and the `with` block that cost
+# about 1 us per use
 @np.errstate(divide="call", over="call", invalid="call", call=TROUBLE)
 def _watching(run, *args):
     return run(*args)
