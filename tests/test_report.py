@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import book_config
+import cells
 from support import books
 from support.books import FRONT
 
@@ -241,10 +242,14 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(fixed):
             for row in re.findall(r"<tr.*?</tr>", table, re.S)]
     good = next(r for r in rows if r.startswith("Good"))
     bad = next(r for r in rows if r.startswith("Bad"))
-    # chapter, code cells, verified outputs, figures (interactive), time, status, modules
-    assert re.fullmatch(r"Good 2 1 2 \(1\) [\d.]+ verified figures , tensor", good), good
-    assert re.fullmatch(r"Bad 4 1 1 \(0\) [\d.]+ verified -", bad), bad
-    assert any(r.startswith("2 chapters 6 2 3 (1)") for r in rows), rows
+    words = {name: f"{cells.prose_words((book / 'book' / f'{name}.md').read_text(), book):,}"
+             for name in ("good", "bad")}
+    # chapter, prose words, code cells, verified outputs, figures (interactive), time, status,
+    # modules
+    assert re.fullmatch(rf"Good {words['good']} 2 1 2 \(1\) [\d.]+ verified figures , tensor", good), good
+    assert re.fullmatch(rf"Bad {words['bad']} 4 1 1 \(0\) [\d.]+ verified -", bad), bad
+    total = int(words["good"].replace(",", "")) + int(words["bad"].replace(",", ""))
+    assert any(r.startswith(f"2 chapters {total:,} 6 2 3 (1)") for r in rows), rows
     assert "nb-exec-table" not in html and "Run Time" in html  # myst-nb's table is there too
 
 

@@ -301,3 +301,27 @@ def repaired(text: str, root=ROOT):
     for line, _ in problems:
         text = comment_out_options(text, line, root)
     return text, problems
+
+
+
+def prose_words(text: str, root=ROOT) -> int:
+    """Words a reader reads outside code cells and listings: the text of paragraphs, headings,
+    lists, tables and prose directives (a proof, an exercise, a dropdown), inline code, and
+    the TeX of the math; a word is a run of non-blanks with a letter or a digit in it. Code
+    cells, their outputs, listings and glued values do not count."""
+    def words(s):
+        return sum(1 for w in s.split() if re.search(r"\w", w))
+
+    count = 0
+    for token in markdown_parser(Path(root).resolve()).parse(text):
+        if token.type == "math_block" or token.type == "amsmath":
+            count += words(token.content)
+        for child in token.children or [] if token.type == "inline" else []:
+            if not (child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES):
+                count += words(child.content)
+    for fence in fences(text, root):
+        if fence.depth == 0 and fence.name == "math":
+            count += words(" ".join(fence.body))
+        elif fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
+            count += prose_words("\n".join(fence.body), root)
+    return count

@@ -25,7 +25,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from book_config import notebook_docnames
 from build_checks import failures
-from cells import code_cells
+from cells import code_cells, prose_words
 from checks import is_player
 from engine_cache import shown_notebook
 
@@ -123,6 +123,7 @@ def chapter_row(app, docname, root, exec_data=None):
         "runtime": seconds,
         "succeeded": exec_data.get("succeeded"),
         "modules": engine_modules(nb, root),
+        "words": prose_words((Path(root) / f"{docname}.md").read_text(encoding="utf-8"), root),
     }
 
 
@@ -161,7 +162,7 @@ class ExecutionReport(SphinxDirective):
         return [report_node()]
 
 
-COLUMNS = ["Chapter", "Code cells", "Verified outputs", "Figures (interactive)",
+COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
            "Run time (s)", "Status", "Engine modules (engine.*)"]
 
 
@@ -194,7 +195,7 @@ def _table(app, env, docname):
     body = nodes.tbody()
     group += body
     totals = {"code_cells": 0, "shown_cells": 0, "checked": 0, "verified": 0, "figures": 0,
-              "interactive": 0, "runtime": 0.0}
+              "interactive": 0, "runtime": 0.0, "words": 0}
     for row in rows:
         link = pending_xref(refdoc=docname, reftype="doc", refdomain="std", refexplicit=False,
                             reftarget="/" + row["docname"], refwarn=True, classes=["xref", "doc"])
@@ -208,6 +209,7 @@ def _table(app, env, docname):
             joined += ([", "] if i else []) + [m]
         r = nodes.row()
         r += _entry(link)
+        r += _entry(f"{row['words']:,}")
         hidden = row["code_cells"] - row["shown_cells"]
         r += _entry(f"{row['code_cells']} ({row['shown_cells']} shown)" if hidden
                     else row["code_cells"])
@@ -218,11 +220,13 @@ def _table(app, env, docname):
         r += _entry(status)
         r += _entry(*joined)
         body += r
-        for key in ("code_cells", "shown_cells", "checked", "verified", "figures", "interactive"):
+        for key in ("code_cells", "shown_cells", "checked", "verified", "figures", "interactive",
+                    "words"):
             totals[key] += row[key]
         totals["runtime"] += row["runtime"] or 0.0
     r = nodes.row(classes=["engine-report-total"])
     r += _entry(nodes.strong(text=f"{len(rows)} chapters"))
+    r += _entry(f"{totals['words']:,}")
     r += _entry(f"{totals['code_cells']} ({totals['shown_cells']} shown)"
                 if totals["code_cells"] != totals["shown_cells"] else totals["code_cells"])
     r += _entry(f"{totals['verified']} of {totals['checked']}"
