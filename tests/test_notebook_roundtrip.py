@@ -91,6 +91,23 @@ def open_archive(site):
     return zipfile.ZipFile(io.BytesIO(path.read_bytes()))
 
 
+@pytest.mark.slow
+def test_every_downloaded_notebook_opens_on_the_lesson(site):
+    """What the page hides (the engine the notebook carries, figure code, hidden checks) is
+    folded in Jupyter, not shown in full: the first thing a reader sees is the lesson."""
+    for docname in chapter_docnames():
+        nb = nbformat.read(site / "_sources" / f"{docname}.ipynb", as_version=4)
+        for i, cell in enumerate(nb.cells):
+            tags = set(cell.metadata.get("tags", []))
+            if cell.cell_type == "code" and tags & notebooks.HIDDEN_SOURCE:
+                assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+                    f"{docname}: cell {i} (tags {sorted(tags)}) shows its source")
+        first = nb.cells[0]
+        assert notebooks.SNAPSHOT_TAG in first.metadata["tags"], docname
+        shown = [c for c in nb.cells if not c.metadata.get("jupyter", {}).get("source_hidden")]
+        assert shown[0].cell_type == "markdown", f"{docname}: opens on code, not the lesson"
+
+
 @pytest.fixture(scope="module")
 def archive(site):
     return open_archive(site)
@@ -301,6 +318,17 @@ def test_the_first_cell_carries_the_engine_as_of_the_chapter(tmp_path):
     path, matmul, exp = done.stdout.split()
     assert Path(path) == tmp_path / "engine-as-of-tensors" / "engine" / "__init__.py"
     assert (matmul, exp) == ("False", "True")  # `@` comes in chapter shapes
+
+
+def test_hidden_cells_are_folded_and_still_run():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["remove-cell"]}),
+                nbformat.v4.new_code_cell("y = 2", metadata={"tags": ["remove-input"]}),
+                nbformat.v4.new_code_cell("z = 3")]
+    out = notebooks.reader_notebook(nb, ROOT / "book" / "tensors.md", ROOT)
+    hidden = [c.metadata.get("jupyter", {}).get("source_hidden", False) for c in out.cells]
+    assert hidden == [True, True, True, False]  # the engine's cell, the two hidden, the shown
+    assert [c.source for c in out.cells[1:]] == ["x = 1", "y = 2", "z = 3"]
 
 
 def test_a_page_that_reads_data_carries_it_too():

@@ -98,6 +98,26 @@ def snapshot_cell(chapter, root, doc_path=None):
         "tags": [SNAPSHOT_TAG, "hide-input"], "engine_snapshot": {"chapter": chapter}})
 
 
+# What the site hides stays in the notebook (it runs), folded where Jupyter Notebook 7 and
+# JupyterLab fold a cell: `jupyter.source_hidden` and `jupyter.outputs_hidden` (nbformat's
+# documented cell metadata), and the classic notebook's `collapsed` for the outputs.
+HIDDEN_SOURCE = {SNAPSHOT_TAG, "remove-cell", "remove-input", "hide-input", "hide-cell"}
+HIDDEN_OUTPUT = {"remove-cell", "remove-output", "hide-output", "hide-cell"}
+
+
+def hide(cell):
+    """Fold the source and outputs of a code cell the page hides."""
+    tags = set(cell.metadata.get("tags", []))
+    if cell.cell_type != "code" or not tags & (HIDDEN_SOURCE | HIDDEN_OUTPUT):
+        return
+    jupyter = cell.metadata.setdefault("jupyter", {})
+    if tags & HIDDEN_SOURCE:
+        jupyter["source_hidden"] = True
+    if tags & HIDDEN_OUTPUT and cell.get("outputs"):
+        jupyter["outputs_hidden"] = True
+        cell.metadata["collapsed"] = True
+
+
 def _split_markdown(cell, glued, chapter, root, resolver):
     """A Markdown cell of the chapter, its glue shown and each `{listing}` made a cell of
     its own (one inside another block comes right after the cell that holds it)."""
@@ -176,6 +196,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
         if references is not None:
             cells.append(references)
     nb.cells = cells
+    for cell in nb.cells:
+        hide(cell)
     for cell in nb.cells:  # unique ids for the cells made here
         cell.pop("id", None)
     nb.nbformat_minor = max(nb.nbformat_minor, 5)
