@@ -196,6 +196,9 @@ class Tensor:
     def __rmul__(self, other):
         return self * other
 
+    # NumPy's operators step aside: `array * x` calls x.__rmul__(array), not a loop over entries
+    __array_ufunc__ = None
+
     #> shapes
     def __truediv__(self, other):
         other = self._pair(other, "/")
@@ -248,9 +251,6 @@ class Tensor:
 
     def __rmatmul__(self, other):
         return Tensor(other, requires_grad=False) @ self
-
-    # `array * tensor` calls Tensor.__rmul__ instead of looping in NumPy
-    __array_ufunc__ = None
 
     #> errors
     def __array_function__(self, func, types, args, kwargs):
@@ -553,10 +553,8 @@ class Tensor:
     # def backward(self, gradient=None):
     #     """Seed this tensor's grad (ones by default) and run every closure in reverse order."""
     #> memory
-        """Seed this tensor's grad (ones by default) and run every closure in reverse order.
-
-        Then free the graph (closures and saved values) unless `retain_graph`.
-        """
+        """Seed this tensor's grad (ones by default), run every closure in reverse order,
+        then free the graph (closures and saved values) unless `retain_graph`."""
         #> errors
         if not self.requires_grad:
             raise RuntimeError(

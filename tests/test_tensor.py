@@ -189,6 +189,17 @@ def test_numbers_are_constants_not_nodes():
     assert x.grad.tolist() == [2.0, 2.0]
 
 
+def test_an_array_on_the_left_gives_a_tensor_not_an_array_of_tensors():
+    """`array * x` must reach Tensor.__rmul__ (chapter `tensors` sets __array_ufunc__ = None);
+    without it NumPy loops over the array and returns an object array of tensors."""
+    x = Tensor([1.0, 2.0])
+    y = np.array([2.0, 3.0]) * x
+    assert isinstance(y, Tensor), type(y)
+    assert y.data.tolist() == [2.0, 6.0]
+    y.backward()
+    assert x.grad.tolist() == [2.0, 3.0]
+
+
 def test_shapes_numpy_cannot_broadcast_raise_a_value_error_naming_both():
     with pytest.raises(ValueError, match=r"\(3,\).*\(2,\)"):
         Tensor([1.0, 2.0, 3.0]) + Tensor([1.0, 2.0])
