@@ -25,6 +25,10 @@
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
  *    a click, Escape or the close button closes it. A player's frame opens as the
  *    frame it shows.
+ * 9. Progress, kept in this browser only (local storage, no account, no network): each
+ *    chapter's "Mark this chapter done" button (book/_ext/reader_path.py) is a toggle with
+ *    aria-pressed; the intro's map of the chapters marks the chapters done and the next one
+ *    to read, and has a button that clears all progress.
  * 8. Hover previews. A pointer resting on a cross-reference to a theorem, definition,
  *    figure, table or numbered equation shows the target in a box beside the link:
  *    from this page, or from another page of the site (fetched once, same origin;
@@ -526,6 +530,111 @@
     });
   }
 
+  var PROGRESS_KEY = "autodiff-book:done";
+
+  function doneChapters() {
+    try {
+      var stored = JSON.parse(window.localStorage.getItem(PROGRESS_KEY) || "[]");
+      return Array.isArray(stored) ? stored : [];
+    } catch (e) {
+      return [];  // storage off (a private window) or unreadable: nothing is done
+    }
+  }
+
+  function saveDone(list) {
+    try {
+      if (list.length) {
+        window.localStorage.setItem(PROGRESS_KEY, JSON.stringify(list));
+      } else {
+        window.localStorage.removeItem(PROGRESS_KEY);
+      }
+    } catch (e) { /* storage off: the button still shows the state of this visit */ }
+  }
+
+  function showPressed(button, pressed) {
+    button.setAttribute("aria-pressed", pressed ? "true" : "false");
+    button.textContent = pressed ? "Done: press to undo" : "Mark this chapter done";
+  }
+
+  function chapterProgress() {
+    document.querySelectorAll(".reader-progress").forEach(function (box) {
+      var slug = box.getAttribute("data-chapter");
+      var button = box.querySelector("button.reader-done");
+      showPressed(button, doneChapters().indexOf(slug) >= 0);
+      button.addEventListener("click", function () {
+        var list = doneChapters().filter(function (s) { return s !== slug; });
+        var pressed = button.getAttribute("aria-pressed") !== "true";
+        if (pressed) {
+          list.push(slug);
+        }
+        saveDone(list);
+        showPressed(button, pressed);
+      });
+    });
+  }
+
+  function mapProgress() {
+    var table = document.querySelector("#map-of-the-chapters table");
+    if (!table) {
+      return;
+    }
+    var rows = Array.prototype.slice.call(table.querySelectorAll("tbody tr"));
+    function slugOf(row) {
+      var link = row.querySelector("a.reference.internal");
+      return link ? link.getAttribute("href").split("#")[0].replace(/^.*\//, "").replace(/\.html$/, "") : null;
+    }
+    function paint() {
+      var done = doneChapters();
+      var next = null;
+      rows.forEach(function (row) {
+        var slug = slugOf(row);
+        var mark = row.querySelector(".reader-mark");
+        if (!mark) {
+          mark = document.createElement("span");
+          mark.className = "reader-mark";
+          row.cells[0].appendChild(mark);
+        }
+        row.classList.remove("reader-is-done", "reader-is-next");
+        if (done.indexOf(slug) >= 0) {
+          row.classList.add("reader-is-done");
+          mark.textContent = " (done)";
+        } else if (next === null) {
+          next = row;
+          row.classList.add("reader-is-next");
+          mark.textContent = done.length ? " (read next)" : "";
+        } else {
+          mark.textContent = "";
+        }
+      });
+      status.textContent = done.length
+        ? done.length + " of " + rows.length + " chapters marked done in this browser."
+        : "No chapter is marked done in this browser yet.";
+      clear.disabled = !done.length;
+    }
+    var box = document.createElement("div");
+    box.className = "reader-map-progress";
+    var status = document.createElement("p");
+    status.setAttribute("role", "status");
+    var clear = document.createElement("button");
+    clear.type = "button";
+    clear.className = "reader-clear";
+    clear.textContent = "Clear all progress";
+    clear.addEventListener("click", function () {
+      saveDone([]);
+      paint();
+    });
+    var where = document.createElement("p");
+    where.textContent = "Your progress is kept in this browser only (its local storage): no " +
+      "account, nothing sent anywhere. Mark a chapter done at its end, when you can do what it " +
+      "lists without notes.";
+    box.appendChild(status);
+    box.appendChild(clear);
+    box.appendChild(where);
+    var after = table.closest(".pst-scrollable-table-container") || table;
+    after.parentNode.insertBefore(box, after.nextSibling);
+    paint();
+  }
+
   function start() {
     forwardSidebarToggles();
     // the togglebutton script adds the titles' handlers when the DOM is ready
@@ -534,6 +643,8 @@
     hoverPreviews();
     setUpPlayers();
     improveSearch();
+    chapterProgress();
+    mapProgress();
     afterMath(function () {
       wrapInlineMath();
       watchOverflows();

@@ -1,0 +1,196 @@
+"""The reader's path through the book, made from the pages themselves at build time.
+
+* Under each chapter's title, one line a reader plans by: the level (`level:` in the
+  chapter's front matter), the reading time, the interactive figures, the exercises, and
+  the chapter's notebook. The reading time counts the page as built: its prose words
+  (cells.prose_words) at 200 a minute, and the words of the code it shows (code cells and
+  listings, not their outputs) at 100 a minute, since code is read more slowly.
+* After the chapter's "You are done when" paragraph, a button "Mark this chapter done";
+  engine-site.js keeps its state in the browser's local storage (no account, no network)
+  and shows it on the intro's map of chapters, with the chapter to read next.
+* At the end of the chapter (before its sources), the chapters that build on it: those
+  whose "Before this chapter" section links it.
+"""
+
+import math
+import posixpath
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.addnodes import pending_xref
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import docname_join, logging
+
+from cells import fences, prose_words
+from checks import is_player, joined
+
+LEVELS = ("introductory", "intermediate", "advanced")
+PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100
+BEFORE, DONE_WHEN, SOURCES = "Before this chapter", "You are done when", "Sources"
+KEY = "reader_path_before"  # env: {docname: [docnames its "Before this chapter" links]}
+
+
+def _section(doctree, title):
+    for section in doctree.findall(nodes.section):
+        if section.children and section[0].astext().strip() == title:
+            return section
+    return None
+
+
+def note_prerequisites(app, doctree):
+    """Remember which chapters a chapter's "Before this chapter" section links."""
+    section = _section(doctree, BEFORE)
+    if section is None:
+        return
+    docname = app.env.docname
+    targets = [docname_join(docname, x["reftarget"]) for x in section.findall(pending_xref)
+               if x.get("reftype") == "doc"]
+    getattr(app.env, KEY)[docname] = list(dict.fromkeys(targets))
+
+
+def code_words(doctree):
+    """Words of the code the page shows: listings and code-cell sources, not outputs."""
+    def is_output(node):
+        parent = node.parent
+        while parent is not None:
+            if "cell_output" in parent.get("classes", []):
+                return True
+            parent = parent.parent
+        return False
+
+    return sum(len(block.astext().split()) for block in doctree.findall(nodes.literal_block)
+               if not is_output(block))
+
+
+def interactive_figures(nb, glue):
+    """Outputs a reader can act on: players, and HTML widgets with a control of their own."""
+    bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
+               for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
+    bundles += [o.get("data", {}) for o in glue.values()]
+    controls = ("<select", "<input", "<button")
+    return sum(1 for b in bundles
+               if is_player(b) or any(c in joined(b.get("text/html", "")) for c in controls))
+
+
+def reading_minutes(prose, code):
+    return max(1, math.ceil(prose / PROSE_PER_MINUTE + code / CODE_PER_MINUTE))
+
+
+def _plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def plan_line(app, docname, doctree):
+    """The paragraph under the title, or None for a page that is not a chapter."""
+    from engine_cache import shown_notebook
+
+    level = app.env.metadata.get(docname, {}).get("level")
+    if level is None:
+        return None
+    if level not in LEVELS:
+        logging.getLogger(__name__).warning(
+            f"level: {level!r} is not one of {', '.join(LEVELS)}", location=docname)
+    source = Path(app.env.doc2path(docname)).read_text(encoding="utf-8")
+    minutes = reading_minutes(prose_words(source, app.srcdir), code_words(doctree))
+    nb, glue, _ = shown_notebook(app, docname)
+    players = interactive_figures(nb, glue) if nb is not None else 0
+    exercises = sum(1 for f in fences(source, app.srcdir) if f.name == "exercise")
+    notebook = posixpath.relpath(f"_sources/{docname}.ipynb", posixpath.dirname(docname))
+    line = nodes.paragraph(classes=["reader-plan"])
+    line += nodes.Text(f"{level.capitalize()} · {minutes} min · "
+                       f"{_plural(players, 'interactive figure')} · {_plural(exercises, 'exercise')} · ")
+    line += nodes.reference("", "notebook", refuri=notebook, classes=["reader-notebook"])
+    return line
+
+
+def done_button(docname):
+    slug = posixpath.basename(docname)
+    return nodes.raw("", (
+        f'<div class="reader-progress" data-chapter="{slug}">'
+        f'<button type="button" class="reader-done" aria-pressed="false">Mark this chapter done</button>'
+        '<p>Press it when you can do all of the above without notes. Your progress is kept in '
+        'this browser only (its local storage): no account, nothing sent anywhere. The '
+        '<a href="intro.html#map-of-the-chapters">map of the chapters</a> shows it.</p></div>'),
+        format="html")
+
+
+def unlocks_paragraph(app, docname):
+    after = [d for d, before in getattr(app.env, KEY).items() if docname in before]
+    order = {d: i for i, d in enumerate(_toc(app))}
+    after.sort(key=lambda d: order.get(d, len(order)))
+    para = nodes.paragraph(classes=["reader-unlocks"])
+    if not after:
+        para += nodes.Text("No later chapter builds on this one directly.")
+        return para
+    para += nodes.strong(text="What this chapter unlocks: ")
+    for i, d in enumerate(after):
+        if i:
+            para += nodes.Text(", " if i < len(after) - 1 else " and ")
+        xref = pending_xref("", refdoc=docname, reftype="doc", refdomain="std",
+                            reftarget="/" + d, refexplicit=False, refwarn=True)
+        xref += nodes.inline(text=d)
+        para += xref
+    para += nodes.Text(" list it under " + BEFORE.lower() + ".")
+    return para
+
+
+def _toc(app):
+    from book_config import toc_docnames
+
+    return toc_docnames(app.srcdir)
+
+
+class ReaderPath(SphinxPostTransform):
+    """The plan line, the button and what the chapter unlocks, once every page is read
+    (the last needs the other chapters' sections) and before links are resolved."""
+    default_priority = 8
+
+    def run(self, **kwargs):
+        if self.app.builder.format == "html":
+            add_path(self.app, self.document, self.env.docname)
+
+
+def add_path(app, doctree, docname):
+    line = plan_line(app, docname, doctree)
+    if line is None:
+        return
+    title = next(doctree.findall(nodes.title))
+    title.parent.insert(title.parent.index(title) + 1, line)
+    for para in doctree.findall(nodes.paragraph):
+        if para.astext().startswith(DONE_WHEN):
+            holder = para.parent
+            following = holder.index(para) + 1
+            if following < len(holder) and isinstance(holder[following], nodes.bullet_list):
+                following += 1
+            holder.insert(following, done_button(docname))
+            break
+    else:
+        logging.getLogger(__name__).warning(f"no '{DONE_WHEN}' paragraph", location=docname)
+    sources = _section(doctree, SOURCES)
+    place = sources.parent if sources is not None else title.parent
+    at = place.index(sources) if sources is not None else len(place)
+    place.insert(at, unlocks_paragraph(app, docname))
+
+
+def read_all_chapters_again(app, env, added, changed, removed):
+    """A chapter's "unlocks" line reads the others' sections: when one changes, rewrite all."""
+    chapters = [d for d in env.found_docs if env.metadata.get(d, {}).get("level")]
+    return chapters if set(added) | set(changed) | set(removed) else []
+
+
+def purge(app, env, docname):
+    getattr(env, KEY, {}).pop(docname, None)
+
+
+def merge(app, env, docnames, other):
+    getattr(env, KEY).update({d: v for d, v in getattr(other, KEY, {}).items() if d in docnames})
+
+
+def setup(app):
+    app.connect("builder-inited", lambda app: hasattr(app.env, KEY) or setattr(app.env, KEY, {}))
+    app.connect("doctree-read", note_prerequisites)
+    app.connect("env-get-outdated", read_all_chapters_again)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.add_post_transform(ReaderPath)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
