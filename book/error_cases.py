@@ -13,7 +13,10 @@ Its `line` (default: the last line) is the line the error or the warnings must
 point at (`warn_line` for the warnings of a case that also raises). `defect` is
 set when the engine does not yet say what it should (a bare NumPy message from
 inside the engine, or its own message that is wrong for the case): it holds the message it should give, and the table pins the
-current behaviour until the engine changes. A memory address in a message
+current behaviour until the engine changes. `checks` asserts what the advice says the
+engine does beyond the snippet (another call's result or error): `run` executes it after
+the snippet, in a fresh namespace, and an AssertionError there fails the page's build and
+the tests alike, so the advice cannot go stale silently. A memory address in a message
 (`0x7f...`, from Python's description of an object) changes from run to run:
 the table writes it `0x...` (see `stable`), and every other character is exact.
 """
@@ -47,6 +50,7 @@ class Case:
     line: int = 0       # the snippet line the error or the warnings point at; 0: the last
     warn_line: int = 0  # the line the warnings point at, when it differs from `line`
     defect: str = ""    # for the engine's owner: what it should say instead
+    checks: str = ""    # asserts the advice's claims about the engine (see the docstring)
 
     @property
     def source(self):
@@ -86,7 +90,7 @@ def namespace():
 
 
 def run(case):
-    """Run the snippet; collect what it printed, warned and raised."""
+    """Run the snippet; collect what it printed, warned and raised. Then run its checks."""
     code = compile(case.source, case.filename, "exec")
     stdout = io.StringIO()
     error, frames = None, []
@@ -96,7 +100,30 @@ def run(case):
             exec(code, namespace())
         except Exception as e:  # the case is the exception
             error, frames = e, traceback.extract_tb(e.__traceback__)[1:]  # from the snippet on
+    if case.checks:
+        check_advice(case)
     return Outcome(stdout.getvalue(), list(caught), error, frames)
+
+
+def raised(call):
+    """`(type, message)` of what `call()` raises, or None: for the checks of the advice."""
+    try:
+        call()
+    except Exception as e:
+        return type(e), str(e)
+    return None
+
+
+def check_advice(case):
+    """Run `case.checks`: an AssertionError names the case, and the claim that no longer holds."""
+    scope = namespace() | {"raised": raised}
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        try:
+            exec(compile(textwrap.dedent(case.checks), f"<{case.id} checks>", "exec"), scope)
+        except AssertionError as e:
+            raise AssertionError(f"{case.id}: the advice says more than the engine does: "
+                                 f"{e}") from e
 
 
 def is_engine_file(filename):
@@ -228,6 +255,15 @@ CASES = [
         advice="A mask is a constant: multiply by the NumPy array itself, `x * mask`, or "
                "index with it, `x[mask]`. (`Tensor(mask, requires_grad=False)` holds 0.0 and "
                "1.0: fine in arithmetic, refused as an index.)",
+        checks="""\
+            mask = np.array([True, False])
+            x = Tensor([3.0, 4.0])
+            assert np.array_equal((x * mask).data, [3.0, 0.0]), "x * mask"
+            assert np.array_equal(x[mask].data, [3.0]), "x[mask]"
+            as_tensor = Tensor(mask, requires_grad=False)
+            assert np.array_equal(as_tensor.data, [1.0, 0.0]), "Tensor(mask) holds 0.0 and 1.0"
+            assert raised(lambda: x[as_tensor])[0] is TypeError, "refused as an index"
+            """,
     ),
     Case(
         id="shape-as-arguments", section="data", title="A shape instead of data",
@@ -256,7 +292,7 @@ CASES = [
                             "contain a 1)"),
         advice="Line the shapes up from the right: each pair of lengths must match or one "
                "of them must be 1. Here one operand is probably the other's transpose "
-               "(`.T`). Chapter {doc}`shapes` has the rule.",
+               "(`.T`). {doc}`shapes` gives the rule.",
     ),
     Case(
         id="matmul-inner-sizes", section="shapes", title="`@` with mismatched inner sizes",
@@ -289,6 +325,10 @@ CASES = [
         advice="`nn.Linear(fan_in, fan_out)` takes inputs of shape `(batch, fan_in)`: here 2 "
                "features, and the batch has 3. The engine stores the weight `(fan_in, "
                "fan_out)`, the transpose of PyTorch's.",
+        checks="""\
+            layer = nn.Linear(2, 3, np.random.default_rng(0))
+            assert layer.weight.shape == (2, 3), layer.weight.shape
+            """,
     ),
     Case(
         id="reshape-wrong-size", section="shapes", title="`reshape` to a size that differs",
@@ -298,6 +338,9 @@ CASES = [
         advice="A reshape keeps every entry: the new lengths must multiply to the old size, "
                "and `(4, 2)` holds 8. One length may be `-1`, worked out from the others: "
                "`reshape(-1, 2)` gives `(3, 2)`.",
+        checks="""\
+            assert Tensor(np.ones(6)).reshape(-1, 2).shape == (3, 2)
+            """,
     ),
     Case(
         id="reshape-float-length", section="shapes", title="`reshape` with a float length",
@@ -316,6 +359,13 @@ CASES = [
                             "int from -2 to 1, each axis at most once"),
         advice="Axes count from 0: a `(2, 3)` tensor has axes 0 and 1 (or -2 and -1). The "
                "same holds for `mean` and `max`.",
+        checks="""\
+            x = Tensor(np.ones((2, 3)))
+            for name in ("mean", "max"):
+                error = raised(lambda: getattr(x, name)(axis=2))
+                assert error and error[0] is ValueError and "axis 2" in error[1], (name, error)
+                assert getattr(x, name)(axis=-2).shape == (3,), name
+            """,
     ),
     Case(
         id="sum-repeated-axis", section="shapes", title="A sum over the same axis twice",
@@ -324,6 +374,11 @@ CASES = [
                             "is an int from -2 to 1, each axis at most once"),
         advice="Name each axis once: `sum(axis=(0, 1))` sums over both, as `sum()` does. "
                "`(0, -2)` names axis 0 twice too.",
+        checks="""\
+            x = Tensor(np.arange(6.0).reshape(2, 3))
+            assert x.sum(axis=(0, 1)).data == x.sum().data == 15.0
+            assert raised(lambda: x.sum(axis=(0, -2)))[0] is ValueError
+            """,
     ),
     Case(
         id="transpose-wrong-axes", section="shapes",
@@ -333,6 +388,11 @@ CASES = [
         advice="Two axes are swapped, as in PyTorch: a `(2, 3)` tensor has axes 0 and 1 "
                "(or -2 and -1), so `transpose(0, 1)`, or `.T`. A tuple, or three axes or "
                "more, is a whole new order, as in NumPy: `transpose((2, 0, 1))`.",
+        checks="""\
+            assert Tensor(np.ones((2, 3))).transpose(0, 1).shape == (3, 2)
+            assert Tensor(np.ones((2, 3, 4))).transpose((2, 0, 1)).shape == (4, 2, 3)
+            assert Tensor(np.ones((2, 3, 4))).transpose(2, 0, 1).shape == (4, 2, 3)
+            """,
     ),
     Case(
         id="transpose-counted-from-one", section="shapes",
@@ -378,6 +438,10 @@ CASES = [
         advice="A mask that selects nothing leaves an empty tensor. Its `sum()` is 0, but "
                "it has no maximum: check `high.data.size` first, or take the maximum before "
                "masking.",
+        checks="""\
+            scores = Tensor([0.2, 0.7, 0.4])
+            assert scores[scores.data > 0.9].sum().data == 0.0
+            """,
     ),
     Case(
         id="softmax-missing-axis", section="shapes",
@@ -423,7 +487,7 @@ CASES = [
                               "tensors it was computed from has requires_grad=True, or it was "
                               "computed inside no_grad()"),
         advice="`no_grad()` records nothing, which is what evaluation wants. Compute the loss "
-               "you train on outside it (chapter {doc}`memory`).",
+               "you train on outside it ({doc}`memory`).",
     ),
     Case(
         id="seed-wrong-shape", section="backward", title="`backward(seed)` with a seed of the wrong shape",
@@ -468,7 +532,14 @@ CASES = [
                               "time if you need a second sweep, or run the forward pass "
                               "again."),
         advice="Run the forward pass again for each backward, as a training loop does, or "
-               "pass `retain_graph=True` to the first `backward` (chapter {doc}`memory`).",
+               "pass `retain_graph=True` to the first `backward` ({doc}`memory`).",
+        checks="""\
+            x = Tensor([1.0, 2.0])
+            loss = (x * x).sum()
+            loss.backward(retain_graph=True)
+            loss.backward()
+            assert np.array_equal(x.grad, [4.0, 8.0]), x.grad
+            """,
     ),
     Case(
         id="changed-in-place", section="backward",
@@ -484,7 +555,7 @@ CASES = [
                               "forward pass. Run the forward pass again after the change, or "
                               "change a copy instead."),
         advice="Change parameters after `backward`, as an optimizer's `step()` does, or "
-               "change a copy (chapter {doc}`memory`).",
+               "change a copy ({doc}`memory`).",
     ),
     Case(
         id="tensor-exponent", section="backward", title="`**` with a Tensor exponent",
@@ -552,7 +623,11 @@ CASES = [
                                 "the same values without a warning, and their gradients will "
                                 "not be finite either"),),
         advice="Exponentials of logits belong in `functional.softmax`, `log_softmax` or "
-               "`cross_entropy`, which subtract the maximum first (chapter {doc}`losses`).",
+               "`cross_entropy`, which subtract the maximum first ({doc}`losses`).",
+        checks="""\
+            p = functional.softmax(Tensor([1000.0, 0.0]))
+            assert np.all(np.isfinite(p.data)) and p.data[0] == 1.0, p.data
+            """,
     ),
     Case(
         id="fractional-power-of-negative", section="nonfinite",
@@ -762,9 +837,21 @@ CASES = [
             print("weight changed:", not np.array_equal(model.weight.data, before))""",
         prints="weight changed: False\n",
         advice="It runs and changes nothing: as in PyTorch, `step()` skips a parameter whose "
-               "grad is None, since no gradient reached it. The next `backward()` fills the "
-               "grad again. To reset grads between steps, call `opt.zero_grad()` or "
-               "`model.zero_grad()`, which set them to zeros (PyTorch's set them to None).",
+               "grad is None, since no gradient reached it. `opt.zero_grad()` and "
+               "`model.zero_grad()` leave the grads in the same state, None, as PyTorch's do "
+               "(`set_to_none=False` gives zeros instead), and the next `backward()` makes "
+               "them again: call `step()` after `backward()`.",
+        checks="""\
+            model = nn.Linear(2, 1, np.random.default_rng(0))
+            opt = optim.SGD(model.parameters(), lr=0.1)
+            model(Tensor(np.ones((1, 2)))).sum().backward()
+            opt.zero_grad()
+            assert all(p.grad is None for p in model.parameters()), "zero_grad: None"
+            model.zero_grad(set_to_none=False)
+            assert all(not p.grad.any() for p in model.parameters()), "zeros on request"
+            model(Tensor(np.ones((1, 2)))).sum().backward()
+            assert all(p.grad is not None for p in model.parameters()), "backward makes them"
+            """,
     ),
     Case(
         id="state-dict-wrong-shape", section="training",
@@ -824,8 +911,19 @@ CASES = [
         advice="Use the method, `x.sum()`, which records the graph, or `np.sum(x.data)` for "
                "a constant. Other NumPy functions (`np.mean`, `np.var`, ...) say the same. "
                "For `np.concatenate`, `np.stack` and `np.where` the message names the "
-               "engine's own function (appendix {doc}`catalogue`), `engine.concatenate` "
+               "engine's own function ({doc}`catalogue`), `engine.concatenate` "
                "and so on.",
+        checks="""\
+            x = Tensor([1.0, 2.0])
+            for name in ("mean", "var"):
+                error = raised(lambda: getattr(np, name)(x))
+                assert error and f"np.{name} does not take a Tensor" in error[1], error
+            import engine  # the engine's own functions come with appendix catalogue
+            for name, call in [("concatenate", lambda: np.concatenate([x, x])),
+                               ("stack", lambda: np.stack([x, x])),
+                               ("where", lambda: np.where([True, False], x, 0.0))]:
+                assert f"engine.{name}" in raised(call)[1] or not hasattr(engine, name), name
+            """,
     ),
     Case(
         id="compare-tensors", section="python", title="Comparing a Tensor with a number",
@@ -843,6 +941,10 @@ CASES = [
         prints="False\n",
         advice="`==` asks whether they are the same object (PyTorch compares entries). "
                "Compare values with `np.array_equal(a.data, b.data)`.",
+        checks="""\
+            a = Tensor([1.0])
+            assert (a == a) is True, "a tensor equals itself"
+            """,
     ),
     Case(
         id="format-a-tensor", section="python", title="Formatting a loss with `:.3f`",
