@@ -56,7 +56,9 @@ def machine(section, what, all_libraries=True):
 
 
 def duration(seconds):
-    """A time in the unit that suits it, three significant digits (e.g. 174 µs, 9.87 ms)."""
+    """A time in the unit that suits it, three significant digits (e.g. 174 µs, 9.87 ms).
+    It rounds first, then picks the unit and the decimals: 99.99 µs is 100 µs, not 100.0 µs."""
+    seconds = float(f"{seconds:.3g}")
     scale, unit = (1e6, "µs") if seconds < 1e-3 else (1e3, "ms") if seconds < 1 else (1, "s")
     value = seconds * scale
     digits = 0 if value >= 100 else 1 if value >= 10 else 2
