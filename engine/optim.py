@@ -54,9 +54,9 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """torch.optim.SGD: g = grad + wd p; b = mu b + (1 - dampening) g; p -= lr (g + mu b or b).
+    """torch.optim.SGD: g = grad + wd p; m = mu m + (1 - dampening) g; p -= lr (g + mu m or m).
 
-    The momentum buffer starts as the first g itself (not zero), as in PyTorch.
+    The momentum buffer m (`b` in `step`) starts as the first g itself (not zero), as in PyTorch.
     """
 
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
@@ -96,8 +96,8 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """torch.optim.Adam (amsgrad off): moments of g = grad + wd p, with bias correction.
 
-    m = b1 m + (1 - b1) g,  v = b2 v + (1 - b2) g^2,  t = the parameter's steps so far,
-    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+    m = beta1 m + (1 - beta1) g,  v = beta2 v + (1 - beta2) g^2,  t = the parameter's steps so far,
+    p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps).
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
