@@ -218,9 +218,18 @@ CASES = [
         raises=(TypeError, "Tensor: the data must be real numbers, got dtype object (shape (2,), "
                            "first entries [Tensor(1.), Tensor(2.)]); the engine computes in "
                            "float64 only"),
-        advice="`Tensor()` takes numbers, and the engine has no stack operation. Combine "
-               "the tensors with operations (`a * w + b`) so that gradients reach them, or "
-               "build the array from their `.data` if you want a constant.",
+        advice="`Tensor()` takes numbers. To join tensors so that gradients reach them, use "
+               "`engine.stack([a, b])` ({doc}`catalogue`) or combine them with operations "
+               "(`a * w + b`); build the array from their `.data` if you want a constant.",
+        checks="""\
+            import engine  # stack comes with appendix catalogue
+            a, b = Tensor(1.0), Tensor(2.0)
+            if hasattr(engine, "stack"):
+                joined = engine.stack([a, b])
+                (joined * np.array([3.0, 4.0])).sum().backward()
+                assert (a.grad, b.grad) == (3.0, 4.0), (a.grad, b.grad)
+            assert np.array_equal(Tensor(np.array([a.data, b.data])).data, [1.0, 2.0])
+            """,
     ),
     Case(
         id="tensor-of-tensor", section="data", title="A Tensor made from a Tensor",
@@ -640,6 +649,10 @@ CASES = [
                                 "either"),),
         advice="Real powers are defined for $x > 0$ only. For a cube root with a sign, use "
                "`x.abs() ** (1 / 3)` times the sign of `x.data`.",
+        checks="""\
+            x = Tensor([-8.0, 8.0])
+            assert np.allclose((x.abs() ** (1 / 3) * np.sign(x.data)).data, [-2.0, 2.0])
+            """,
     ),
     Case(
         id="norm-at-zero", section="nonfinite", title="The gradient of a length at 0",
@@ -658,7 +671,12 @@ CASES = [
         advice="$\\sqrt{\\cdot}$ has an infinite slope at 0, so the backward of `sqrt` makes "
                "inf, and the backward of `x * x` turns it into nan ($0 \\cdot \\infty$), in "
                "PyTorch too. The warning names both, in the order backward ran them. Use the "
-               "squared length, or `(s + 1e-12).sqrt()`.",
+               "squared length, or `((x * x).sum() + 1e-12).sqrt()`.",
+        checks="""\
+            x = Tensor([0.0, 0.0])
+            ((x * x).sum() + 1e-12).sqrt().backward()
+            assert np.array_equal(x.grad, [0.0, 0.0]), x.grad
+            """,
     ),
     Case(
         id="nan-reaching-cross-entropy", section="nonfinite", title="A nan that reaches the loss",
@@ -704,6 +722,17 @@ CASES = [
         advice="The values are PyTorch's, nan. An infinite logit was made earlier: find the "
                "warning that made it. (A logit of `-np.inf` is fine: it masks its class, "
                "unless every logit of the row is `-np.inf`.)",
+        checks="""\
+            import warnings
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                p = functional.softmax(Tensor([0.0, -np.inf]))
+            assert np.array_equal(p.data, [1.0, 0.0]) and not caught, (p.data, caught)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                p = functional.softmax(Tensor([-np.inf, -np.inf]))
+            assert np.isnan(p.data).all() and caught, (p.data, caught)
+            """,
     ),
     Case(
         id="multiply-overflow", section="nonfinite", title="A product too large for float64",
@@ -735,6 +764,10 @@ CASES = [
                             "to 2)"),
         advice="As in PyTorch, only targets equal to `ignore_index` are skipped, and it is "
                "-100 unless you pass another: `ignore_index=-1` here.",
+        checks="""\
+            loss = functional.cross_entropy(Tensor(np.zeros((2, 3))), [0, -1], ignore_index=-1)
+            assert np.isclose(loss.data, np.log(3.0)), loss.data
+            """,
     ),
     Case(
         id="float-targets", section="losses", title="Targets as floats",
@@ -773,6 +806,10 @@ CASES = [
         raises=(ValueError, "logits must have shape (N, C), got (3,)"),
         advice="The loss takes a batch: one row per example. Make one example a batch of "
                "one with `logits.reshape(1, -1)`.",
+        checks="""\
+            logits = Tensor([1.0, 2.0, 3.0])
+            assert functional.cross_entropy(logits.reshape(1, -1), [2]).shape == ()
+            """,
     ),
     Case(
         id="unknown-reduction", section="losses", title="A reduction that does not exist",
@@ -794,6 +831,13 @@ CASES = [
                             "parameters and layers kept in its attributes, and layers in lists "
                             "or tuples, but not parameters in a list, nor anything in a dict"),
         advice="Keep the layers in a list, or one attribute per layer.",
+        checks="""\
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.layers = [nn.Linear(2, 1, np.random.default_rng(0))]
+            assert len(Net().parameters()) == 2, "a list of layers: weight and bias found"
+            """,
     ),
     Case(
         id="optimizer-given-method", section="training",
