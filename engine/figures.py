@@ -87,6 +87,9 @@ def _stable_ids(html):
     return html.replace(match[1], digest)
 
 
+MAX_FRAME_PX = 896
+
+
 def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None):
     """Build a player that calls `draw(frame)` for each frame and redraws `fig`.
 
@@ -101,10 +104,14 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
     # Every frame is cut to the same box: the union of the frames' own tight boxes, so
     # no frame has a wide empty margin and no frame's title runs off its edge.
     box, smallest = _frames_box(fig, draw, frames)
+    # Frames no wider than the page's column at 1280 px (672 px) over 0.75, so that a
+    # browser draws them at 75% of their size or more; text keeps its size on the page,
+    # which depends on the figure's inches, not on its dpi.
+    dpi = min(fig.dpi, MAX_FRAME_PX / box.width)
     draw(frames[-1] if still is None else still)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches=box)
-    html = _stable_ids(_player_html(fig, draw, frames, box, interval))
+    html = _stable_ids(_player_html(fig, draw, frames, box, interval, dpi))
     if labels is not None:
         labels = [str(label) for label in labels]
         if len(labels) != len(frames):
@@ -116,7 +123,7 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
             f' data-frame-labels="{html_text.escape(json.dumps(labels), quote=True)}"')
     # the smallest text of any frame, in points, and the frames' dpi: what a reader's
     # label size on the page is measured from (tests/browser/test_reader.py)
-    data += f' data-text-pt="{smallest:g}" data-dpi="{fig.dpi:g}"'
+    data += f' data-text-pt="{smallest:g}" data-dpi="{dpi:g}"'
     html = (f'<div class="engine-interactive" role="figure" '
             f'aria-label="{html_text.escape(alt, quote=True)}"{data}>{html}</div>')
     plt.close(fig)
@@ -139,7 +146,7 @@ def _frames_box(fig, draw, frames, pad=0.1):
     return Bbox.union(boxes).padded(pad), min(sizes, default=0)
 
 
-def _player_html(fig, draw, frames, box, interval):
+def _player_html(fig, draw, frames, box, interval, dpi):
     """matplotlib's `to_jshtml`, with every frame saved cut to `box` (its own HTMLWriter
     refuses a bbox_inches, since a tight box per frame would change the frame size).
     Each frame is drawn once and saved: matplotlib's FuncAnimation would also draw
@@ -147,7 +154,6 @@ def _player_html(fig, draw, frames, box, interval):
     import tempfile
     from pathlib import Path
 
-    import matplotlib
     from matplotlib.animation import HTMLWriter
 
     class BoxedWriter(HTMLWriter):
@@ -156,8 +162,6 @@ def _player_html(fig, draw, frames, box, interval):
             self.fig.savefig(frame, format=self.frame_format, dpi=self.dpi, bbox_inches=box)
             self._saved_frames.append(base64.encodebytes(frame.getvalue()).decode("ascii"))
 
-    dpi = matplotlib.rcParams["savefig.dpi"]  # as Animation.save chooses it
-    dpi = fig.dpi if dpi == "figure" else dpi
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "player.html")
         writer = BoxedWriter(fps=1000 / interval, embed_frames=True, default_mode="once")

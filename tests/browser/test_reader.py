@@ -277,6 +277,19 @@ def test_figure_labels_render_at_a_readable_size(seen_page, docname):
         f["alt"] or f["src"] for f in closed)
 
 
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_raster_figures_are_drawn_at_three_quarters_of_their_size_or_more(seen_page, docname):
+    """At 1280 px a PNG (a player's frame) is not shrunk below 75% of its natural width,
+    where its text would be drawn smaller than the figure's own font sizes intend."""
+    page = seen_page(docname, DESKTOP).page
+    shrunk = page.evaluate("""() => Array.from(document.querySelectorAll('article img'))
+        .filter(img => !/\\.svg$/.test(img.getAttribute('src') || '') && img.naturalWidth > 0
+                && img.getBoundingClientRect().width > 0)
+        .map(img => [img.getBoundingClientRect().width / img.naturalWidth, img.naturalWidth])
+        .filter(([ratio]) => ratio < 0.75)""")
+    assert not shrunk, f"{docname}: drawn at (ratio, natural px) {shrunk}"
+
+
 def test_still_figures_are_svg_and_players_carry_their_text_size(seen_page):
     """The still figures of a chapter are SVG (sharp when zoomed); its players say how
     small their text is, so the size above is measured, not assumed."""
