@@ -50,16 +50,17 @@ def note_prerequisites(app, doctree):
 
 def code_words(doctree):
     """Words of the code the page shows: listings and code-cell sources, not outputs."""
-    def is_output(node):
+    def unread(node):  # an output, or the code of a cell the page does not show
         parent = node.parent
         while parent is not None:
-            if "cell_output" in parent.get("classes", []):
+            classes = parent.get("classes", [])
+            if "cell_output" in classes or {"tag_remove-input", "tag_remove-cell"} & set(classes):
                 return True
             parent = parent.parent
         return False
 
     return sum(len(block.astext().split()) for block in doctree.findall(nodes.literal_block)
-               if not is_output(block))
+               if not unread(block))
 
 
 def interactive_figures(nb, glue):
