@@ -592,7 +592,7 @@
         if (!mark) {
           mark = document.createElement("span");
           mark.className = "reader-mark";
-          row.cells[0].appendChild(mark);
+          (row.cells[0].querySelector("p") || row.cells[0]).appendChild(mark);
         }
         row.classList.remove("reader-is-done", "reader-is-next");
         if (done.indexOf(slug) >= 0) {
