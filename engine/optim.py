@@ -56,7 +56,7 @@ class Optimizer:
 class SGD(Optimizer):
     """torch.optim.SGD: g = grad + wd p; m = mu m + (1 - dampening) g; p -= lr (g + mu m or m).
 
-    The momentum buffer m (`b` in `step`) starts as the first g itself (not zero), as in PyTorch.
+    The momentum buffer m starts as the first g itself (not zero), as in PyTorch.
     """
 
     def __init__(self, params, lr, momentum=0.0, dampening=0.0, weight_decay=0.0,
@@ -88,8 +88,8 @@ class SGD(Optimizer):
                 else:
                     self.buffers[i] = (self.momentum * self.buffers[i]
                                        + (1 - self.dampening) * g)
-                b = self.buffers[i]
-                g = g + self.momentum * b if self.nesterov else b
+                m = self.buffers[i]
+                g = g + self.momentum * m if self.nesterov else m
             p.data -= self.lr * g
 
 
