@@ -5,7 +5,7 @@ Introduced in chapter `training` (Modules, parameters and optimizers).
 
     Module      finds its parameters (and buffers) in its attributes, recursively
     Parameter   a leaf Tensor that an optimizer should train
-    Linear      y = x W + b, with W stored (in, out): PyTorch stores (out, in)
+    Linear      z = x W + b, with W stored (in, out): PyTorch stores (out, in)
     ReLU, Tanh, Sigmoid, Sequential, MLP
 
 A module's `forward(x)` is ordinary engine code: calling the module records
@@ -125,7 +125,7 @@ class Module:
 
 
 class Linear(Module):
-    """y = x W + b for x of shape (batch, fan_in).
+    """z = x W + b for x of shape (batch, fan_in).
 
     W is stored (fan_in, fan_out), so that the forward pass is `x @ W` with no
     transpose, as in chapter `shapes`; torch.nn.Linear stores its weight
