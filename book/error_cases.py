@@ -3,8 +3,8 @@
 One table, read twice. `tests/test_errors.py` runs every case and checks the
 exact type and message of what it raises and warns, and that the error points
 at the reader's line. `book/_ext/errors_page.py` runs the same cases when the
-book is built and writes the appendix page `book/errors.md` from what the
-engine really said, with the code and the advice.
+book is built and fills the `{errors-you-may-meet}` block of the appendix page
+`book/errors.md` with what the engine really said, the code and the advice.
 
 A case is a snippet of reader code. It runs with `np`, `Tensor`, `functional`,
 `nn`, `optim` and `no_grad` defined, compiled under the file name `<case id>`,
@@ -222,7 +222,7 @@ CASES = [
                "`engine.stack([a, b])` ({doc}`catalogue`) or combine them with operations "
                "(`a * w + b`); build the array from their `.data` if you want a constant.",
         checks="""\
-            import engine  # stack comes with appendix catalogue
+            import engine  # stack comes with the catalogue appendix (catalogue.md)
             a, b = Tensor(1.0), Tensor(2.0)
             if hasattr(engine, "stack"):
                 joined = engine.stack([a, b])
@@ -574,8 +574,13 @@ CASES = [
             (x ** p).sum().backward()
             print("x.grad =", np.round(x.grad, 4), " p.grad =", np.round(p.grad, 4))""",
         prints="x.grad = [12.      0.2887]  p.grad = [5.5452 1.9029]\n",
-        advice="It works, and both gradients are PyTorch's: $p x^{p-1}$ for the base and "
-               "$x^p \\ln x$ for the exponent (0 where $x = 0$).",
+        advice="It works, and both gradients are PyTorch's: `p * x ** (p - 1)` for the base "
+               "and `x ** p * log(x)` for the exponent (0 where `x` is 0).",
+        checks="""\
+            x, p = Tensor([0.0, 2.0]), Tensor([2.0, 2.0])
+            (x ** p).sum().backward()
+            assert p.grad[0] == 0.0, p.grad  # "0 where x is 0"
+            """,
     ),
     Case(
         id="pow-zero-at-zero", section="backward", title="The gradient of `x ** 0` at 0",
@@ -585,8 +590,8 @@ CASES = [
             print("x.grad =", x.grad)""",
         prints="x.grad = [0. 0.]\n",
         advice="It works: $x^0 = 1$ everywhere, so the gradient is 0, at 0 too, where the "
-               "formula $p x^{p-1}$ would be $0 \\cdot 0^{-1}$, nan. The engine gives 0 "
-               "where $p = 0$, as PyTorch does.",
+               "power rule, $0 \\cdot x^{-1}$, would be $0 \\cdot \\infty$, nan. The engine "
+               "gives 0 where the exponent is 0, as PyTorch does.",
     ),
     # -- numbers that are not finite -------------------------------------------------
     Case(
@@ -962,7 +967,7 @@ CASES = [
             for name in ("mean", "var"):
                 error = raised(lambda: getattr(np, name)(x))
                 assert error and f"np.{name} does not take a Tensor" in error[1], error
-            import engine  # the engine's own functions come with appendix catalogue
+            import engine  # the engine's own functions come with the catalogue appendix
             for name, call in [("concatenate", lambda: np.concatenate([x, x])),
                                ("stack", lambda: np.stack([x, x])),
                                ("where", lambda: np.where([True, False], x, 0.0))]:
