@@ -240,10 +240,10 @@ class Tensor:
             y_bar2 = y_bar2[..., None, :] if a.ndim == 1 else y_bar2
             a_bar = b_bar = None  # for a parent that needs no grad, such as the input
             if a_needs:
-                a_bar = y_bar2 @ b2.mT  # C = A B gives A_bar = C_bar B^T
+                a_bar = y_bar2 @ b2.mT  # Y = A B gives A_bar = Y_bar B^T
                 a_bar = a_bar[..., 0, :] if a.ndim == 1 else a_bar
             if b_needs:
-                b_bar = a2.mT @ y_bar2  # and B_bar = A^T C_bar
+                b_bar = a2.mT @ y_bar2  # and B_bar = A^T Y_bar
                 b_bar = b_bar[..., 0] if b.ndim == 1 else b_bar
             return a_bar, b_bar
 
