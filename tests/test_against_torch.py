@@ -599,6 +599,25 @@ def test_a_second_backward_without_retain_graph_raises_in_both():
         y_t.backward()
 
 
+def test_a_graph_that_saved_nothing_sweeps_twice_in_pytorch_but_not_in_the_engine():
+    """Pinned difference (chapter memory, Step 4): PyTorch raises only when a second sweep
+    reaches a saved tensor that was freed; the engine frees every node and always raises."""
+    x_t = torch.tensor([1.0, 2.0], requires_grad=True)
+    z_t = (x_t + 1.0).sum()
+    z_t.backward()
+    z_t.backward()  # no node saved a tensor: PyTorch runs it
+    assert x_t.grad.tolist() == [2.0, 2.0]
+    y_t = (x_t * x_t).sum()
+    y_t.backward()
+    with pytest.raises(RuntimeError):
+        y_t.backward()  # `*` saved both operands, now freed
+    x = Tensor([1.0, 2.0])
+    z = (x + 1.0).sum()
+    z.backward()
+    with pytest.raises(RuntimeError, match="freed graph"):
+        z.backward()
+
+
 def test_no_grad_and_detach_record_nothing_in_both():
     x, x_t = Tensor(XW[0]), torch.tensor(XW[0], requires_grad=True)
     with no_grad():
