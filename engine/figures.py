@@ -124,6 +124,9 @@ def interactive(fig, draw, frames, still=None, interval=900, alt="", labels=None
     # the smallest text of any frame, in points, and the frames' dpi: what a reader's
     # label size on the page is measured from (tests/browser/test_reader.py)
     data += f' data-text-pt="{smallest:g}" data-dpi="{dpi:g}"'
+    # the frame's <img> says what it shows too (a reader of the page's text, a screen reader)
+    html = html.replace('<img id="_anim_img', f'<img alt="{html_text.escape(alt, quote=True)}" '
+                        'id="_anim_img', 1)
     html = (f'<div class="engine-interactive" role="figure" '
             f'aria-label="{html_text.escape(alt, quote=True)}"{data}>{html}</div>')
     plt.close(fig)

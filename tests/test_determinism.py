@@ -66,6 +66,7 @@ def test_players_are_the_same_in_every_run_and_unique_on_a_page():
     assert rep == "<engine.figures.Interactive player, 3 frames>"  # no memory address
     assert same == "False", "two players in one notebook would share element ids"
     assert 'id="_anim_img' in html and "uuid" not in html
+    assert '<img alt="a line" id="_anim_img' in html  # the frame says what it shows
 
 
 def test_stable_ids_rename_every_occurrence():
