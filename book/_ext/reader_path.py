@@ -43,9 +43,23 @@ def note_prerequisites(app, doctree):
     if section is None:
         return
     docname = app.env.docname
-    targets = [docname_join(docname, x["reftarget"]) for x in section.findall(pending_xref)
-               if x.get("reftype") == "doc"]
-    getattr(app.env, KEY)[docname] = list(dict.fromkeys(targets))
+    links = [(x.get("reftype"), x["reftarget"]) for x in section.findall(pending_xref)]
+    getattr(app.env, KEY)[docname] = list(dict.fromkeys(links))
+
+
+def linked_pages(env, docname):
+    """The pages a chapter's "Before this chapter" links: by page, section or theorem."""
+    labels = env.get_domain("std").labels
+    proofs = getattr(env, "proof_list", {})
+    pages = []
+    for kind, target in getattr(env, KEY).get(docname, []):
+        if kind == "doc":
+            pages.append(docname_join(docname, target))
+        elif kind in ("ref", "numref") and target in labels:
+            pages.append(labels[target][0])
+        elif kind == "ref" and target in proofs:  # {prf:ref} reaches the domain as "ref"
+            pages.append(proofs[target]["docname"])
+    return [p for p in dict.fromkeys(pages) if p != docname]
 
 
 def code_words(doctree):
@@ -116,7 +130,7 @@ def done_button(docname):
 
 
 def unlocks_paragraph(app, docname):
-    after = [d for d, before in getattr(app.env, KEY).items() if docname in before]
+    after = [d for d in getattr(app.env, KEY) if docname in linked_pages(app.env, d)]
     order = {d: i for i, d in enumerate(_toc(app))}
     after.sort(key=lambda d: order.get(d, len(order)))
     para = nodes.paragraph(classes=["reader-unlocks"])
@@ -131,7 +145,8 @@ def unlocks_paragraph(app, docname):
                             reftarget="/" + d, refexplicit=False, refwarn=True)
         xref += nodes.inline(text=d)
         para += xref
-    para += nodes.Text(" list it under " + BEFORE.lower() + ".")
+    para += nodes.Text(f", whose “{BEFORE}” " + ("sections link" if len(after) > 1 else "section links")
+                       + " this one.")
     return para
 
 
