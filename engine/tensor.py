@@ -232,18 +232,18 @@ class Tensor:
         a_needs, b_needs = self.requires_grad, other.requires_grad  # flags: `@` saves a, b
 
         def backward_fn(y_bar):
-            # NumPy reads a 1-D left operand as a row (1, k),
-            # and a 1-D right operand as a column (k, 1)
+            # NumPy reads a 1-D left operand as a row (1, d),
+            # and a 1-D right operand as a column (d, 1)
             a2 = a[None, :] if a.ndim == 1 else a
             b2 = b[:, None] if b.ndim == 1 else b
             y_bar2 = y_bar[..., None] if b.ndim == 1 else y_bar
             y_bar2 = y_bar2[..., None, :] if a.ndim == 1 else y_bar2
             a_bar = b_bar = None  # for a parent that needs no grad, such as the input
             if a_needs:
-                a_bar = y_bar2 @ b2.mT  # Y = A B gives A_bar = Y_bar B^T
+                a_bar = y_bar2 @ b2.mT  # Y = X W gives X_bar = Y_bar W^T
                 a_bar = a_bar[..., 0, :] if a.ndim == 1 else a_bar
             if b_needs:
-                b_bar = a2.mT @ y_bar2  # and B_bar = A^T Y_bar
+                b_bar = a2.mT @ y_bar2  # and W_bar = X^T Y_bar
                 b_bar = b_bar[..., 0] if b.ndim == 1 else b_bar
             return a_bar, b_bar
 
