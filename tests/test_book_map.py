@@ -86,5 +86,5 @@ def test_no_page_imports_what_the_downloads_do_not_install():
     """A downloaded notebook runs with the runtime pins alone (book/runtime-requirements.txt);
     PyTorch and autograd are the tests' references, checked in tests/, never on a page."""
     for page in sorted((ROOT / "book").glob("*.md")):
-        found = re.findall(r"^\s*(?:import|from)\s+(torch|autograd|sympy)\b", page.read_text(), re.M)
+        found = re.findall(r"^\s*(?:import|from)\s+(torch|autograd)\b", page.read_text(), re.M)
         assert not found, f"{page.name} imports {found}"
