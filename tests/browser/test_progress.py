@@ -28,7 +28,7 @@ PLAN = re.compile(r"(Introductory|Intermediate|Advanced) · (\d+) min · (\d+) i
                   r"(\d+) exercises? · notebook")
 SHOWN_CODE = """() => Array.from(document.querySelectorAll('article pre'))
     .filter(pre => !pre.closest('.cell_output'))
-    .map(pre => pre.innerText.split(/\\s+/).filter(Boolean).length)
+    .map(pre => pre.textContent.split(/\\s+/).filter(Boolean).length)
     .reduce((a, b) => a + b, 0)"""
 
 
