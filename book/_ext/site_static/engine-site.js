@@ -20,8 +20,8 @@
  *    step label, when engine.figures.interactive was given labels) and their speed, and
  *    say what the - and + buttons do.
  * 7. Search: a result's snippet is taken from the article only (not the page's header
- *    and contents list), its math is typeset, and a page listed twice (the page, and a
- *    definition on it) is listed once.
+ *    and contents list), a formula the snippet's cut splits is left out, its math is typeset,
+ *    and a page listed twice (the page, and a definition on it) is listed once.
  * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
  *    a click, Escape or the close button closes it. A player's frame opens as the
  *    frame it shows.
@@ -352,6 +352,26 @@
     document.head.appendChild(script);
   }
 
+  // Sphinx cuts a result's snippet at a fixed length from its start, which may fall inside
+  // an inline formula: drop the cut formula's piece at either end, so what is left typesets.
+  function balanceMath(context) {
+    if (!context) {
+      return;
+    }
+    var text = context.textContent;
+    var close = text.indexOf("\\)");
+    if (close >= 0 && (text.indexOf("\\(") < 0 || close < text.indexOf("\\("))) {
+      text = "..." + text.slice(close + 2);
+    }
+    var open = text.lastIndexOf("\\(");
+    if (open >= 0 && open > text.lastIndexOf("\\)")) {
+      text = text.slice(0, open).replace(/\s+$/, "") + " ...";
+    }
+    if (text !== context.textContent) {
+      context.textContent = text;
+    }
+  }
+
   function improveSearch() {
     var out = document.getElementById("search-results");
     // searchtools.js declares `const Search`: a global binding, not a property of window
@@ -381,6 +401,7 @@
           return;
         }
         seen[page] = true;
+        balanceMath(item.querySelector("p.context"));
       });
       // the summary counted the page twice: count what is listed
       var listed = out.querySelectorAll("ul.search > li").length;
