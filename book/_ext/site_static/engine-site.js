@@ -401,7 +401,11 @@
           return;
         }
         seen[page] = true;
-        balanceMath(item.querySelector("p.context"));
+      });
+      // a snippet arrives after its item, once its page is fetched
+      out.querySelectorAll("p.context:not([data-eng-balanced])").forEach(function (context) {
+        context.dataset.engBalanced = "1";
+        balanceMath(context);
       });
       // the summary counted the page twice: count what is listed
       var listed = out.querySelectorAll("ul.search > li").length;
