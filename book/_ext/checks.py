@@ -81,6 +81,12 @@ def is_player(data: dict) -> bool:
     return 'class="animation"' in html or "engine-interactive" in html
 
 
+def is_interactive(data: dict) -> bool:
+    """A figure a reader acts on: a player, or an HTML widget with a control of its own."""
+    html = joined(data.get("text/html", ""))
+    return is_player(data) or any(c in html for c in ("<select", "<input", "<button"))
+
+
 def shown_text(data: dict, kind: str = "display_data") -> str | None:
     """The text a rich output shows, or None for a picture (a figure, a player).
 

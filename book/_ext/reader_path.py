@@ -22,7 +22,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 
 from cells import fences, prose_words
-from checks import is_player, joined
+from report import figures
 
 LEVELS = ("introductory", "intermediate", "advanced")
 PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100
@@ -77,16 +77,6 @@ def code_words(doctree):
                if not unread(block))
 
 
-def interactive_figures(nb, glue):
-    """Outputs a reader can act on: players, and HTML widgets with a control of their own."""
-    bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-               for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
-    bundles += [o.get("data", {}) for o in glue.values()]
-    controls = ("<select", "<input", "<button")
-    return sum(1 for b in bundles
-               if is_player(b) or any(c in joined(b.get("text/html", "")) for c in controls))
-
-
 def reading_minutes(prose, code):
     return max(1, math.ceil(prose / PROSE_PER_MINUTE + code / CODE_PER_MINUTE))
 
@@ -108,7 +98,7 @@ def plan_line(app, docname, doctree):
     source = Path(app.env.doc2path(docname)).read_text(encoding="utf-8")
     minutes = reading_minutes(prose_words(source, app.srcdir), code_words(doctree))
     nb, glue, _ = shown_notebook(app, docname)
-    players = interactive_figures(nb, glue) if nb is not None else 0
+    players = figures(nb, glue)[1] if nb is not None else 0
     exercises = sum(1 for f in fences(source, app.srcdir) if f.name == "exercise")
     notebook = posixpath.relpath(f"_sources/{docname}.ipynb", posixpath.dirname(docname))
     line = nodes.paragraph(classes=["reader-plan"])

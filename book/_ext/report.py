@@ -4,7 +4,7 @@
   shows what they found, chapter by chapter.
 * ```{execution-report}``` renders one row per chapter: code cells (and how many
   the page shows, when some only draw a figure), verified outputs (cells with
-  `expect:` that match, "n of m" when some do not), figures (of which interactive), run time, status, and the engine
+  `expect:` that match, "n of m" when some do not), figures (of which interactive: players and widgets), run time, status, and the engine
   modules its cells import. Cells and outputs come from the executed notebook the
   page shows; the run time is the one engine_cache measured and stored with that
   notebook (`execution_seconds` in its cache record, the number its log line
@@ -26,7 +26,7 @@ from sphinx.util.docutils import SphinxDirective
 from book_config import notebook_docnames
 from build_checks import failures
 from cells import code_cells, prose_words
-from checks import is_player
+from checks import is_interactive
 from engine_cache import shown_notebook
 
 ENV_KEY = "engine_report_docs"
@@ -37,12 +37,12 @@ def _is_image(data):
 
 
 def figures(nb, glue):
-    """(figures, interactive): image or player outputs, in cells and glued."""
+    """(figures, interactive): image, player or widget outputs, in cells and glued."""
     bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
                for o in c.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")]
     bundles += [o.get("data", {}) for o in glue.values()]
-    shown = [b for b in bundles if _is_image(b) or is_player(b)]
-    return len(shown), sum(1 for b in shown if is_player(b))
+    shown = [b for b in bundles if _is_image(b) or is_interactive(b)]
+    return len(shown), sum(1 for b in shown if is_interactive(b))
 
 
 def _engine_exports(root):
