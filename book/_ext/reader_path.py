@@ -179,9 +179,11 @@ def add_path(app, doctree, docname):
 
 
 def read_all_chapters_again(app, env, added, changed, removed):
-    """A chapter's "unlocks" line reads the others' sections: when one changes, rewrite all."""
+    """A chapter's "unlocks" line reads the others' sections: when a chapter is added,
+    changed or removed, read them all again (nothing else changes that line)."""
     chapters = [d for d in env.found_docs if env.metadata.get(d, {}).get("level")]
-    return chapters if set(added) | set(changed) | set(removed) else []
+    touched = set(added) | set(removed) | {d for d in changed if d in chapters}
+    return chapters if touched else []
 
 
 def purge(app, env, docname):
