@@ -33,6 +33,12 @@ __all__ += ["gradcheck", "GradcheckError"]
 from . import functional
 
 __all__ += ["functional"]
+#> higher-order
+from .higher import grad
+from . import higher
+from .gradcheck import gradgradcheck
+
+__all__ += ["grad", "higher", "gradgradcheck"]
 #> training
 from . import nn, optim
 

@@ -141,7 +141,17 @@ def cross_entropy(logits, targets, reduction="mean", ignore_index=-100):
     else:  # a mean over no targets is 0 / 0: nan, as in PyTorch
         loss = losses.sum() / n_kept if n_kept else np.nan
 
-    def backward_fn(y_bar):
+    #< losses, replaced in higher-order
+    # def backward_fn(y_bar):
+    #> higher-order
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: softmax again, in engine operations
+            onehot = np.zeros(log_p.shape)
+            onehot[rows, safe_targets] = 1.0
+            weight = y_bar * (kept / max(n_kept, 1) if reduction == "mean" else kept)
+            p = log_softmax(out.parents[0], axis=1).exp()
+            return ((p - onehot) * weight.reshape((-1, 1)),)
+    #> losses
         weight = y_bar * kept  # ignored rows get no gradient
         if reduction == "mean":
             weight = weight / max(n_kept, 1)
@@ -182,7 +192,11 @@ def _mean_over_every_row(logits, targets):
     log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     loss = (-log_p[rows, targets]).sum() / n
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: softmax again, in engine operations
+            onehot = np.zeros(log_p.shape)
+            onehot[rows, targets] = 1.0
+            return ((log_softmax(out.parents[0], axis=1).exp() - onehot) * (y_bar / n),)
         p = np.exp(log_p)  # a new array, so the closure may write into it
         p[rows, targets] -= 1.0  # softmax - onehot, without making the onehot
         p *= y_bar / n
@@ -230,7 +244,10 @@ def mse_loss(input, target, reduction="mean"):
     else:  # the mean of no entries is nan, as in PyTorch
         loss = (diff * diff).sum() * scale if diff.size else np.nan
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: the difference as engine operations
+            d_bar = 2.0 * (out.parents[0] - out.parents[1]) * y_bar * scale
+            return (d_bar if input_needs else None, -d_bar if target_needs else None)
         d_bar = 2.0 * diff * y_bar * scale  # d(d^2)/dd = 2 d, and the mean's 1/n
         return (d_bar if input_needs else None, -d_bar if target_needs else None)
 

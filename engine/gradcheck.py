@@ -92,3 +92,34 @@ def gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-3):
         f"{abs(a - n):.3g} > atol + rtol * |numerical| = "
         f"{atol + rtol * abs(n):.3g}"
     )
+
+
+#> higher-order
+def gradgradcheck(f, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0):
+    """gradcheck of the gradients themselves, as torch.autograd.gradgradcheck.
+
+    The VJP of f, (inputs, v) -> J(inputs)^T v, computed by `grad` with create_graph=True,
+    is a function like any other: each of its outputs (one per input of f) is checked by
+    `gradcheck` against central differences, in every input of f and in v. The seed v is
+    `grad_outputs`, or random (with `seed`) when None. Returns True or raises GradcheckError.
+    """
+    from .higher import grad
+    from .tensor import Tensor
+
+    inputs = _as_inputs(inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(seed)
+        grad_outputs = rng.standard_normal(np.shape(f(*inputs).data))
+    v = Tensor(grad_outputs.data if isinstance(grad_outputs, Tensor) else grad_outputs)
+    for k in range(len(inputs)):
+        def vjp_k(*args, k=k):  # args: the inputs of f, then v
+            return grad(f(*args[:-1]), args[:-1], args[-1], create_graph=True,
+                        allow_unused=True)[k]
+
+        if vjp_k(*inputs, v) is None:
+            continue  # f does not depend on input k: nothing to check
+        try:
+            gradcheck(vjp_k, [*inputs, v], eps, atol, rtol)
+        except GradcheckError as error:
+            raise GradcheckError(f"second derivatives of input {k}: {error}") from None
+    return True

@@ -307,7 +307,11 @@ def checkpoint(segment, x):
     with no_grad():
         y_data = segment(x).data  # no graph: only the output is kept
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:
+            raise NotImplementedError(
+                "checkpoint: a create_graph sweep cannot go through a checkpoint, whose "
+                "closure runs a backward of its own; differentiate twice without checkpoint")
         x_again = x.detach()
         x_again.requires_grad = x.requires_grad
         segment(x_again).backward(y_bar)  # recompute, sweep: adds parameter grads

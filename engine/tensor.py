@@ -163,7 +163,11 @@ class Tensor:
     def __add__(self, other):
         other = self._pair(other, "+")
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> tensors
             return y_bar, y_bar
 
         return self._result(self.data + other.data, (self, other), "+", backward_fn)
@@ -172,7 +176,11 @@ class Tensor:
         other = self._pair(other, "-")
         negate = other.requires_grad  # a flag, not the tensor: `-` saves nothing
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> tensors
             return y_bar, (-y_bar if negate else None)
 
         return self._result(self.data - other.data, (self, other), "-", backward_fn)
@@ -180,7 +188,14 @@ class Tensor:
     def __mul__(self, other):
         other = self._pair(other, "*")
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * other if self.requires_grad else None,
+                        y_bar * self if other.requires_grad else None)
+        #> tensors
             # None for a parent that needs no grad (a constant): never computed
             return (other.data * y_bar if self.requires_grad else None,
                     self.data * y_bar if other.requires_grad else None)
@@ -203,7 +218,14 @@ class Tensor:
     def __truediv__(self, other):
         other = self._pair(other, "/")
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar / other if self.requires_grad else None,
+                        -(y_bar * self) / (other * other) if other.requires_grad else None)
+        #> shapes
             return (y_bar / other.data if self.requires_grad else None,
                     -y_bar * self.data / other.data**2 if other.requires_grad else None)
 
@@ -231,7 +253,13 @@ class Tensor:
         broadcast_shape(a.shape[:-2], b.shape[:-2], "@ (batch axes)")
         a_needs, b_needs = self.requires_grad, other.requires_grad  # flags: `@` saves a, b
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the same products of tensors
+                return _matmul_vjps(y_bar, *out.parents, a_needs, b_needs)
+        #> shapes
             # NumPy reads a 1-D left operand as a row (1, d),
             # and a 1-D right operand as a column (d, 1)
             a2 = a[None, :] if a.ndim == 1 else a
@@ -268,7 +296,11 @@ class Tensor:
     # -- unary operations ----------------------------------------------------
 
     def __neg__(self):
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> tensors
             return (-y_bar,)
 
         return self._result(-self.data, (self,), "neg", backward_fn)
@@ -280,7 +312,13 @@ class Tensor:
         #> tensors
         p = float(exponent)  # a number: the exponent needs no gradient
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * (p * self ** (p - 1)) if p != 0 else y_bar * 0.0,)
+        #> tensors
             if p == 0:  # x ** 0 = 1 is constant, at x = 0 too (PyTorch agrees)
                 return (np.zeros(self.shape),)
             return (p * self.data ** (p - 1) * y_bar,)
@@ -302,7 +340,13 @@ class Tensor:
         y = checked(np.power, self.data, p.data, op="**")
         #> shapes
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return _pow_tensor_vjps(y_bar, self, p, out)
+        #> shapes
             x, q = self.data, p.data
             constant = q == 0  # x ** 0 = 1: slope 0, at x = 0 too (PyTorch agrees)
             x_bar = np.where(constant, 0.0, q * np.where(constant, 1.0, x) ** (q - 1)) * y_bar
@@ -326,13 +370,25 @@ class Tensor:
         y = checked(np.exp, self.data, op="exp")
         #> tensors
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * out,)
+        #> tensors
             return (y * y_bar,)  # exp' = exp: reuse the output
 
         return self._result(y, (self,), "exp", backward_fn)
 
     def log(self):
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar / self,)
+        #> tensors
             return (y_bar / self.data,)
 
         #< tensors, replaced in errors
@@ -342,7 +398,13 @@ class Tensor:
 
     #> tensors
     def sin(self):
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * self.cos(),)
+        #> tensors
             return (np.cos(self.data) * y_bar,)
 
         return self._result(np.sin(self.data), (self,), "sin", backward_fn)
@@ -350,7 +412,13 @@ class Tensor:
     def tanh(self):
         y = np.tanh(self.data)
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * (1.0 - out * out),)
+        #> tensors
             return ((1.0 - y * y) * y_bar,)  # tanh' = 1 - tanh^2
 
         return self._result(y, (self,), "tanh", backward_fn)
@@ -359,13 +427,23 @@ class Tensor:
         with np.errstate(over="ignore"):  # exp(800) = inf gives 1 / inf = 0: right
             y = 1.0 / (1.0 + np.exp(-self.data))
 
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * (out * (1.0 - out)),)
+        #> tensors
             return (y * (1.0 - y) * y_bar,)  # sigmoid' = y (1 - y)
 
         return self._result(y, (self,), "sigmoid", backward_fn)
 
     def relu(self):
-        def backward_fn(y_bar):
+        #< tensors, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> tensors
             return ((self.data > 0) * y_bar,)  # slope 0 at 0, as in PyTorch
 
         return self._result(np.maximum(self.data, 0.0), (self,), "relu", backward_fn)
@@ -378,13 +456,23 @@ class Tensor:
         y = checked(np.sqrt, self.data, op="sqrt")
         #> shapes
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar / (2.0 * out),)
+        #> shapes
             return (y_bar / (2.0 * y),)  # sqrt' = 1 / (2 sqrt): reuse the output
 
         return self._result(y, (self,), "sqrt", backward_fn)
 
     def abs(self):
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> shapes
             return (np.sign(self.data) * y_bar,)  # slope 0 at 0, as torch.sign
 
         return self._result(np.abs(self.data), (self,), "abs", backward_fn)
@@ -395,7 +483,13 @@ class Tensor:
         axes = _axes(axis, self.shape, "sum")
         shape = self.shape  # all the closure needs: no data is kept alive
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (_spread(y_bar, axes, shape),)
+        #> shapes
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)  # summed axes back, length 1
             return (np.broadcast_to(y_bar, shape),)  # every entry counted once
@@ -418,7 +512,14 @@ class Tensor:
         #> shapes
         y = self.data.max(axis=axes, keepdims=True)
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                is_max = self.data == y
+                return (y_bar.reshape(y.shape) * (is_max / is_max.sum(axis=axes, keepdims=True)),)
+        #> shapes
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)
             is_max = self.data == y  # ties share y_bar evenly, as torch.amax
@@ -443,7 +544,11 @@ class Tensor:
         #> shapes
         old_shape = self.shape
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+        #> shapes
             return (y_bar.reshape(old_shape),)
 
         #< shapes, replaced in errors
@@ -479,7 +584,13 @@ class Tensor:
                              f"{tuple(range(n))} of a tensor of shape {self.shape}")
         axes = tuple(a % n for a in axes)  # -1 is the last axis: argsort needs 0 to n - 1
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar.transpose(tuple(int(i) for i in np.argsort(axes))),)
+        #> shapes
             return (y_bar.transpose(np.argsort(axes)),)  # the inverse permutation
 
         y = self.data.transpose(axes)
@@ -514,7 +625,13 @@ class Tensor:
             raise IndexError(f"{error}, indexing a tensor of shape {shape}") from None
         #> shapes
 
-        def backward_fn(y_bar):
+        #< shapes, replaced in higher-order
+        # def backward_fn(y_bar):
+        #> higher-order
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (_index_add(y_bar, index, shape),)
+        #> shapes
             x_bar = np.zeros(shape)
             np.add.at(x_bar, index, y_bar)  # repeated indices accumulate
             return (x_bar,)
@@ -548,13 +665,20 @@ class Tensor:
         return order
 
     #> memory
-    def backward(self, gradient=None, retain_graph=False):
-    #< tensors, replaced in memory
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+    #< tensors, replaced in higher-order
     # def backward(self, gradient=None):
     #     """Seed this tensor's grad (ones by default) and run every closure in reverse order."""
+    #< higher-order, replaced in memory
+    # def backward(self, gradient=None, create_graph=False):
+    #     """Seed this tensor's grad (ones by default) and run every closure in reverse order;
+    #     with `create_graph`, the leaves' grads are tensors with a graph (chapter
+    #     `higher-order`)."""
     #> memory
         """Seed this tensor's grad (ones by default), run every closure in reverse order,
-        then free the graph (closures and saved values) unless `retain_graph`."""
+        then free the graph (closures and saved values) unless `retain_graph` (which
+        defaults to `create_graph`); with `create_graph`, the leaves' grads are tensors
+        with a graph of their own (chapter `higher-order`)."""
         #> errors
         if not self.requires_grad:
             raise RuntimeError(
@@ -562,6 +686,13 @@ class Tensor:
                 "it was computed from has requires_grad=True, or it was computed inside "
                 "no_grad()"
             )
+        #> higher-order
+        if create_graph:  # a sweep of engine operations, in higher.py: grads with a graph
+            from .higher import backward_with_graph
+        #< higher-order, replaced in memory
+        #     return backward_with_graph(self, gradient)
+        #> memory
+            return backward_with_graph(self, gradient, retain_graph)
         #> fast
         clock = write_clock[0]  # Step 5: a node made since the last write needs no check
         #> tensors
@@ -685,13 +816,17 @@ class Tensor:
         """The same data (shared, with its version counter) as a leaf that needs no grad."""
         return Tensor(self.data, requires_grad=False, copy=False)
 
-    #> catalogue
+    #> higher-order
     def cos(self):
-        def backward_fn(y_bar):
+        """cos, here because sin's VJP, cos(x) y_bar, must be an engine operation too."""
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (-(y_bar * self.sin()),)
             return (-np.sin(self.data) * y_bar,)  # cos' = -sin
 
         return self._result(np.cos(self.data), (self,), "cos", backward_fn)
 
+    #> catalogue
     def min(self, axis=None, keepdims=False):
         axes = _axes(axis, self.shape, "min")
         if 0 in [self.shape[i] for i in axes]:
@@ -700,7 +835,10 @@ class Tensor:
                              f"tensor of shape {self.shape}")
         y = self.data.min(axis=axes, keepdims=True)
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                is_min = self.data == y
+                return (y_bar.reshape(y.shape) * (is_min / is_min.sum(axis=axes, keepdims=True)),)
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)
             is_min = self.data == y  # ties share y_bar evenly, as torch.amin
@@ -725,7 +863,7 @@ class Tensor:
         broadcast_shape(self.shape, np.broadcast_shapes(np.shape(low), np.shape(high)), "clip")
         inside = (self.data >= low) & (self.data <= high)  # a bound itself counts as inside
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
             return (inside * y_bar,)  # slope 1 inside, 0 where a bound was taken
 
         y = np.minimum(np.maximum(self.data, low), high)  # min > max gives max, as torch
@@ -737,7 +875,7 @@ class Tensor:
         axes = _axes(axis, self.shape, "squeeze")
         old_shape = self.shape
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
             return (y_bar.reshape(old_shape),)
 
         ones = tuple(i for i in axes if old_shape[i] == 1)
@@ -748,7 +886,7 @@ class Tensor:
         axis = _new_axis(axis, self.ndim, self.shape, "unsqueeze")
         old_shape = self.shape
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
             return (y_bar.reshape(old_shape),)
 
         return self._result(np.expand_dims(self.data, axis), (self,), "unsqueeze", backward_fn)
@@ -769,7 +907,11 @@ class Tensor:
         # the mean, as a constant; with no entries (n = 0) there is nothing to center
         centered = self.data - self.data.sum(axis=axes, keepdims=True) / max(n, 1)
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # the centering too is differentiated: x's mean moves with x
+                x = out.parents[0]
+                c = x - x.sum(axis=axes, keepdims=True) / max(n, 1)
+                return (2.0 * c * _spread(y_bar, axes, x.shape) / dof,)
             if not keepdims:
                 y_bar = np.expand_dims(y_bar, axes)
             return (2.0 * centered * y_bar / dof,)  # the mean's own term sums to 0
@@ -784,7 +926,9 @@ class Tensor:
         y = np.sqrt(v.data)
         zero = y == 0  # all entries equal: PyTorch takes slope 0 there, not 0 / 0
 
-        def backward_fn(y_bar):
+        def backward_fn(y_bar, out=None):
+            if out is not None:  # a create_graph sweep: the rule in engine operations
+                return (y_bar * ~zero / (2.0 * (out + zero)),)
             return (np.where(zero, 0.0, y_bar / (2.0 * np.where(zero, 1.0, y))),)
 
         return v._result(y, (v,), "std", backward_fn)
@@ -806,6 +950,55 @@ def _needs_grad(parents):
         if parent.requires_grad:
             return True
     return False
+
+
+#> higher-order
+def _spread(y_bar, axes, shape):
+    """The VJP of a sum over `axes` of a tensor of `shape`, in engine operations: y_bar with
+    the summed axes put back (length 1), then broadcast, by adding zeros, to `shape`."""
+    kept = tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return y_bar.reshape(kept) + np.zeros(shape)
+
+
+def _index_add(y_bar, index, shape):
+    """Zeros of `shape` with y_bar added at `index` (repeats accumulate): indexing's VJP as an
+    engine operation, whose own VJP indexes again, so that a second sweep can go through it."""
+    def backward_fn(g, out=None):
+        return (g[index],)
+
+    data = np.zeros(shape)
+    np.add.at(data, index, y_bar.data)
+    return y_bar._result(data, (y_bar,), "index_add", backward_fn)
+
+
+def _matmul_vjps(y_bar, a, b, a_needs, b_needs):
+    """The VJPs of a @ b in engine operations: Y_bar B^T and A^T Y_bar, with a 1-D
+    operand read as a row (left) or a column (right), as NumPy reads it."""
+    g = y_bar.reshape(y_bar.shape + (1,)) if b.ndim == 1 else y_bar
+    g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:]) if a.ndim == 1 else g
+    a2 = a.reshape((1,) + a.shape) if a.ndim == 1 else a
+    b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
+    a_bar = b_bar = None
+    if a_needs:
+        a_bar = g @ b2.transpose(-1, -2)
+        a_bar = a_bar.reshape(a_bar.shape[:-2] + a_bar.shape[-1:]) if a.ndim == 1 else a_bar
+    if b_needs:
+        b_bar = a2.transpose(-1, -2) @ g
+        b_bar = b_bar.reshape(b_bar.shape[:-1]) if b.ndim == 1 else b_bar
+    return a_bar, b_bar
+
+
+def _pow_tensor_vjps(y_bar, x, p, out):
+    """The VJPs of x ** p (p a tensor) in engine operations, with the same conventions as
+    the array rule: slope 0 where p = 0, and p's slope 0 where x = 0 and p >= 0. The masks
+    are constants; multiplying by them, not `where`, keeps this chapter's operations."""
+    constant = p.data == 0
+    base = x * ~constant + constant  # x, or 1 where p = 0 (no 0 ** -1 to multiply by 0)
+    x_bar = y_bar * (p * ~constant) * base ** (p - 1.0)
+    if not p.requires_grad:
+        return x_bar, None
+    zero = (x.data == 0) & (p.data >= 0)
+    return x_bar, y_bar * out * (x * ~zero + zero).log() * ~zero
 
 
 #> shapes
@@ -993,7 +1186,7 @@ def maximum(a, b):
     as torch.maximum does."""
     a, b = _operands(a, b, "maximum")
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
         a_share = np.where(a.data == b.data, 0.5, a.data > b.data)
         return (a_share * y_bar if a.requires_grad else None,
                 (1.0 - a_share) * y_bar if b.requires_grad else None)
@@ -1006,7 +1199,7 @@ def minimum(a, b):
     as torch.minimum does."""
     a, b = _operands(a, b, "minimum")
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
         a_share = np.where(a.data == b.data, 0.5, a.data < b.data)
         return (a_share * y_bar if a.requires_grad else None,
                 (1.0 - a_share) * y_bar if b.requires_grad else None)
@@ -1027,7 +1220,10 @@ def where(condition, a, b):
     broadcast_shape(condition.shape, np.broadcast_shapes(a.shape, b.shape), "where")
     a_needs, b_needs = a.requires_grad, b.requires_grad  # flags: `where` saves only the mask
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: the rule in engine operations
+            return (y_bar * condition if a_needs else None,
+                    y_bar * ~condition if b_needs else None)
         return (np.where(condition, y_bar, 0.0) if a_needs else None,
                 np.where(condition, 0.0, y_bar) if b_needs else None)
 
@@ -1060,7 +1256,11 @@ def concatenate(tensors, axis=0):
                              f"axis other than axis {axis}, the one they are joined along")
     ends = np.cumsum([t.shape[axis] for t in tensors])[:-1]  # where each slice ends
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: the rule in engine operations
+            bounds = zip((0, *ends), (*ends, None))  # each tensor's slice, by indexing
+            return tuple(y_bar[(slice(None),) * axis + (slice(start, stop),)]
+                         for start, stop in bounds)
         return tuple(np.split(y_bar, ends, axis=axis))
 
     y = np.concatenate([t.data for t in tensors], axis=axis)
@@ -1077,7 +1277,9 @@ def stack(tensors, axis=0):
                              "tensors of one shape")
     axis = _new_axis(axis, len(shape), shape, "stack")
 
-    def backward_fn(y_bar):
+    def backward_fn(y_bar, out=None):
+        if out is not None:  # a create_graph sweep: the rule in engine operations
+            return tuple(y_bar[(slice(None),) * axis + (k,)] for k in range(len(out.parents)))
         return tuple(np.moveaxis(y_bar, axis, 0))  # slice k along the new axis, for tensor k
 
     y = np.stack([t.data for t in tensors], axis=axis)
