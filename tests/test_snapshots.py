@@ -205,7 +205,8 @@ def test_a_listing_shows_only_its_chapters_engine():
     later = listings.listing_lines("engine/tensor.py", {"pyobject": "Tensor.backward"},
                                    "memory", ROOT)
     assert "check_saved(node)" in later.text and later.mixed
-    assert "memory" in later.caption() and "tensors" in later.caption()
+    # memory's backward replaces the signature that chapter higher-order gave it
+    assert "memory" in later.caption() and "higher-order" in later.caption()
     with pytest.raises(listings.ListingError, match="not in the engine as of chapter"):
         listings.listing_lines("engine/memory.py", {}, "tensors", ROOT)
 
