@@ -251,23 +251,28 @@ class Role:
         return f"{{{self.name}}}`{self.content}`"
 
 
-def roles(text: str, root=ROOT, first_line: int = 1) -> list[Role]:
-    """Every role in the prose (prose directives' bodies too), with its line, in order."""
-    found = []
+def prose_tokens(text: str, root=ROOT, first_line: int = 1):
+    """(markdown-it token, line of the text's first line) for the prose of `text`, the
+    bodies of prose directives (a dropdown, an exercise) included."""
     for token in markdown_parser(Path(root).resolve()).parse(text):
-        if token.type != "inline" or not token.map:
-            continue
-        line = first_line + token.map[0]
-        for child in token.children or []:
+        yield token, first_line
+    for fence in fences(text, root, first_line):
+        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
+            yield from prose_tokens("\n".join(fence.body), root, fence.body_line)
+
+
+def roles(text: str, root=ROOT, first_line: int = 1) -> list[Role]:
+    """Every role in the prose, with its line, in order."""
+    found = []
+    for token, first in prose_tokens(text, root, first_line):
+        line = first + token.map[0] if token.map else 0
+        for child in token.children or [] if token.type == "inline" and token.map else []:
             if child.type in ("softbreak", "hardbreak"):
                 line += 1
             elif child.type == "myst_role":
                 found.append(Role(child.meta["name"], child.content, line))
             else:  # text, and inline math that spans lines
                 line += child.content.count("\n")
-    for fence in fences(text, root, first_line):
-        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
-            found += roles("\n".join(fence.body), root, fence.body_line)
     return sorted(found, key=lambda role: role.line)
 
 
@@ -312,16 +317,11 @@ def prose_words(text: str, root=ROOT) -> int:
     def words(s):
         return sum(1 for w in s.split() if re.search(r"\w", w))
 
-    count = 0
-    for token in markdown_parser(Path(root).resolve()).parse(text):
-        if token.type == "math_block" or token.type == "amsmath":
+    count = sum(words(" ".join(f.body)) for f in fences(text, root) if f.name == "math")
+    for token, _ in prose_tokens(text, root):
+        if token.type in ("math_block", "amsmath"):
             count += words(token.content)
         for child in token.children or [] if token.type == "inline" else []:
             if not (child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES):
                 count += words(child.content)
-    for fence in fences(text, root):
-        if fence.depth == 0 and fence.name == "math":
-            count += words(" ".join(fence.body))
-        elif fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
-            count += prose_words("\n".join(fence.body), root)
     return count
