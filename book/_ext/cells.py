@@ -1,12 +1,7 @@
-"""The MyST reader: a chapter's fenced blocks, code cells, options and roles, on
-myst-parser's own markdown-it tokens under the book's MyST settings (what myst-nb reads).
-
-For the verifier, the build's checks, the report, the expectation rewriter and the
-readers' notebooks: `fences` (every fenced block, into prose directives but never into
-code), `options_block` and `options_problem` (a cell's options by myst-parser's rules, and
-the line to fix when they do not read), `read_chapter` (the notebook myst-nb builds, with
-each code cell's fence line), `roles` and `glue_uses` (the roles in the prose).
-"""
+"""The MyST reader: a chapter's fenced blocks (`fences`), code cells and their options
+(`read_chapter`, `options_block`, `options_problem`: the line to fix when they do not read)
+and roles (`roles`, `glue_uses`), on myst-parser's own markdown-it tokens under the book's
+MyST settings, as myst-nb reads them."""
 
 from __future__ import annotations
 
@@ -104,9 +99,8 @@ def options_block(lines: list[str], fence: int, end: int | None = None):
 
 
 def options_problem(lines: list[str], fence: Fence):
-    """(line, what) when the options of this code cell do not read as a YAML mapping, else
-    None. myst-nb says only "Code cell 2 at line 17 could not be read"; this names the
-    line to fix, with YAML's own words."""
+    """(line, what) when this code cell's options do not read as a YAML mapping, else None:
+    myst-nb says "Code cell 2 at line 17 could not be read", this the line, in YAML's words."""
     import textwrap
 
     import yaml
@@ -125,18 +119,15 @@ def options_problem(lines: list[str], fence: Fence):
     try:
         value = yaml.safe_load(body)
     except yaml.YAMLError as error:
-        problem_at, context_at = (getattr(error, name, None) for name in ("problem_mark",
-                                                                          "context_mark"))
-        context = getattr(error, "context", None)
-        what = ("the cell's options are not valid YAML: "
-                + (getattr(error, "problem", None) or str(error).splitlines()[0]))
-        where = first + 1 + (problem_at.line if problem_at else 0)
-        what += f" (line {where})" if problem_at else ""
+        at, context, context_at = (getattr(error, name, None) for name in (
+            "problem_mark", "context", "context_mark"))
+        where = first + 1 + (at.line if at else 0)
+        what = ("the cell's options are not valid YAML: " + (getattr(error, "problem", None)
+                or str(error).splitlines()[0]) + (f" (line {where})" if at else ""))
         if context and context_at:
-            start = first + 1 + context_at.line
-            what += f", {context} that starts at line {start}"
-            if "quoted" in context or "flow" in context:
-                where = start  # an unclosed quote or bracket: the line that opens it
+            what += f", {context} that starts at line {first + 1 + context_at.line}"
+            if "quoted" in context or "flow" in context:  # unclosed: the line that opens it
+                where = first + 1 + context_at.line
         return where, what + " (`expect: |` then the text indented by two spaces is the safe form)"
     if value is not None and not isinstance(value, dict):
         return first + 1, (f"the cell's options read as a YAML {type(value).__name__}, not "
@@ -152,11 +143,9 @@ def options_problems(text: str, root=ROOT):
 
 
 def comment_out_options(text: str, line: int, root=ROOT) -> str:
-    """`text` with the options of the cell whose problem is at `line` made YAML comments
-    (so the cell reads with no options), every line number unchanged.
-
-    The build uses it after warning, so one bad cell does not stop the whole build
-    (and hide the other problems `--keep-going` should list)."""
+    """`text` with the options of the cell whose problem is at `line` made YAML comments,
+    every line number unchanged: the build reads the cell with no options after warning,
+    so one bad cell does not hide the other problems `--keep-going` should list."""
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines()
     fence = max((f for f in code_cell_fences(text, root) if f.line <= line),
@@ -170,9 +159,6 @@ def comment_out_options(text: str, line: int, root=ROOT) -> str:
         lines[first:stop] = [":# " + ln.lstrip()[1:] for ln in lines[first:stop]]
     result = newline.join(lines)
     return result + newline if text.endswith(("\n", "\r")) else result
-
-
-# -- chapters --------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -191,8 +177,7 @@ class CodeCell:
         return self.options.get("tolerance")
 
     @property
-    def raises(self):
-        """Tagged `raises-exception`: an error is expected, and checked as text."""
+    def raises(self):  # an error is expected, and checked as text
         return "raises-exception" in (self.options.get("tags") or [])
 
 
@@ -238,22 +223,15 @@ def read_chapter(path, root=ROOT, text=None) -> Chapter:
     return Chapter(path, text, nb, code_cells(nb))
 
 
-# -- roles in the prose ------------------------------------------------------------------
-
 @dataclasses.dataclass
 class Role:
     name: str  # `glue:text`, `doc`, `prf:ref`, ...
     content: str  # between the backticks
     line: int  # 1-based line of the chapter
 
-    @property
-    def markup(self):
-        return f"{{{self.name}}}`{self.content}`"
-
 
 def prose_tokens(text: str, root=ROOT, first_line: int = 1):
-    """(markdown-it token, line of the text's first line) for the prose of `text`, the
-    bodies of prose directives (a dropdown, an exercise) included."""
+    """(markdown-it token, the text's first line) for the prose, prose directives too."""
     for token in markdown_parser(Path(root).resolve()).parse(text):
         yield token, first_line
     for fence in fences(text, root, first_line):
@@ -276,8 +254,7 @@ def roles(text: str, root=ROOT, first_line: int = 1) -> list[Role]:
     return sorted(found, key=lambda role: role.line)
 
 
-GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text",
-              "glue:md": "md"}
+GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text", "glue:md": "md"}
 
 
 @dataclasses.dataclass
@@ -310,18 +287,14 @@ def repaired(text: str, root=ROOT):
 
 
 def prose_words(text: str, root=ROOT) -> int:
-    """Words a reader reads outside code cells and listings: the text of paragraphs, headings,
-    lists, tables and prose directives (a proof, an exercise, a dropdown), inline code, and
-    the TeX of the math; a word is a run of non-blanks with a letter or a digit in it. Code
-    cells, their outputs, listings and glued values do not count."""
-    def words(s):
-        return sum(1 for w in s.split() if re.search(r"\w", w))
-
-    count = sum(words(" ".join(f.body)) for f in fences(text, root) if f.name == "math")
+    """Words a reader reads: the prose (prose directives too), inline code and the TeX of
+    the math, not code cells, listings or glued values; a word has a letter or a digit."""
+    words = re.compile(r"\S*\w\S*").findall
+    count = sum(len(words(" ".join(f.body))) for f in fences(text, root) if f.name == "math")
     for token, _ in prose_tokens(text, root):
         if token.type in ("math_block", "amsmath"):
-            count += words(token.content)
+            count += len(words(token.content))
         for child in token.children or [] if token.type == "inline" else []:
             if not (child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES):
-                count += words(child.content)
+                count += len(words(child.content))
     return count

@@ -116,10 +116,11 @@ def show_roles(text, root, glued, refs=None):
                 shown = bundle.get("text/plain")
         else:
             shown = refs.role(role.name, role.content) if refs else None
+        markup = f"{{{role.name}}}`{role.content}`"
         # its line, or one after: a code span's line ends are not counted
-        at = next((i for i in range(role.line - 1, len(lines)) if role.markup in lines[i]), None)
+        at = next((i for i in range(role.line - 1, len(lines)) if markup in lines[i]), None)
         if shown is not None and at is not None:
-            lines[at] = lines[at].replace(role.markup, shown, 1)
+            lines[at] = lines[at].replace(markup, shown, 1)
     return "\n".join(lines)
 
 

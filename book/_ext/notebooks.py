@@ -1,15 +1,12 @@
-"""The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter.
+"""The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter,
+in its page's download menu (`_sources/<docname>.ipynb`; sphinx-book-theme offers it only
+with a launch service, so this sets the page's `ipynb_source`) and in the book's archive.
 
-"Download .ipynb" in each notebook page's download menu (sphinx-book-theme offers it only
-with a launch service configured, so this sets the page's `ipynb_source` itself and writes
-`_sources/<docname>.ipynb`), and every chapter again in the book's archive
-(notebook_archive.py). The notebook has the outputs the page shows, and:
-- a first cell that unpacks the engine as of its chapter (snapshots.py) and the data the
-  page reads beside the notebook, so it runs with NumPy, SciPy and Matplotlib alone;
-- each `{listing}` as a Markdown cell of the listing the page shows (`engine-listing`);
-- a fallback for `from myst_nb import glue`; the prose as plain Markdown
-  (notebook_markdown.py); what the page hides folded, not removed (it still runs).
-"""
+Each has the outputs the page shows, a first cell that unpacks the engine as of its chapter
+(snapshots.py) and the data the page reads, so it runs with NumPy, SciPy and Matplotlib
+alone; each `{listing}` as a Markdown cell of what the page shows; a fallback for `from
+myst_nb import glue`; its prose as plain Markdown (notebook_markdown.py); and what the
+page hides folded, not removed (it still runs)."""
 
 import base64
 import copy
@@ -206,14 +203,14 @@ def _build_finished(app, exception):
 
     if exception is not None or app.builder.format != "html":
         return
-    notebooks = []
+    notebooks = {}
     for docname in notebook_docnames(app.env):
         nb = _reader_notebook(app, docname)
         if nb is not None:
             target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(nbformat.writes(nb), encoding="utf-8")
-            notebooks.append((notebook_name(docname), nb))
+            notebooks[notebook_name(docname)] = nbformat.writes(nb)
+            target.write_text(notebooks[notebook_name(docname)], encoding="utf-8")
     write_archive(Path(app.outdir) / ARCHIVE, notebooks, Path(app.srcdir))
 
 
