@@ -192,7 +192,7 @@ def _reader_notebook(app, docname):
 
 def _page_context(app, pagename, templatename, context, doctree):
     """Offer the executed notebook in the download menu of every notebook page."""
-    if (app.builder.format == "html" and pagename in app.env.found_docs
+    if (app.builder.name == "html" and pagename in app.env.found_docs
             and "kernelspec" in app.env.metadata.get(pagename, {})
             and _reader_notebook(app, pagename) is not None):
         context["ipynb_source"] = f"{pagename}.ipynb"  # written by _build_finished
@@ -201,7 +201,7 @@ def _page_context(app, pagename, templatename, context, doctree):
 def _build_finished(app, exception):
     from book_config import notebook_docnames
 
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or app.builder.name != "html":  # not the PDF's one page
         return
     notebooks = {}
     for docname in notebook_docnames(app.env):
