@@ -36,7 +36,8 @@ class References:
     def __init__(self, app, docname):
         self.app, self.env, self.docname, self.root = app, app.env, docname, app.srcdir
         self.cited = []  # citation keys in order of first citation
-        self.citations = {c.key: c for c in self.env.get_domain("cite").citations
+        cite = self.env.domains.get("cite")  # sphinxcontrib-bibtex, in a book with a .bib
+        self.citations = {c.key: c for c in (cite.citations if cite else [])
                           if c.bibliography_key.docname == docname}
 
     def number(self, kind, label):
