@@ -1,24 +1,17 @@
-"""Read a chapter's source: its fenced blocks, its code cells, their options and lines.
-
-One reader for the verifier, the build's checks, the report, the notebook export and
-the expectation rewriter, on myst-parser's own markdown-it tokens (the parser myst-nb
-reads a notebook with, under the book's MyST settings):
-
-- `fences(text)` yields every fenced block (```` ``` ```` or `:::`) with its 1-based
-  lines, directive name, argument, options and body, going into the bodies of
-  directives that hold prose (a dropdown, an exercise) but never into code.
-- `options_block` finds a block's options (a `---` YAML block or `:key: value`
-  lines) by myst-parser's rules, for the places that must edit or judge those lines.
-- `read_chapter` is the notebook myst-nb builds, with each code cell's fence line;
-  a cell whose options do not read raises ChapterError naming the line to fix.
-"""
+"""The MyST reader: a chapter's fenced blocks (`fences`), code cells and their options
+(`read_chapter`, `options_block`, `options_problem`: the line to fix when they do not read)
+and roles (`roles`, `glue_uses`), on myst-parser's own markdown-it tokens under the book's
+MyST settings, as myst-nb reads them."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
 from pathlib import Path
+
+from docutils.parsers.rst.directives import unchanged
 
 from book_config import ROOT, display_path, md_parser_config
 
@@ -35,18 +28,9 @@ def markdown_parser(root: Path):
     return create_md_parser(md_parser_config(root), RendererHTML)
 
 
-class _AnyOption(dict):
-    """An option spec that takes every option as the text it is (docutils' `unchanged`)."""
-
-    def __getitem__(self, name):
-        from docutils.parsers.rst.directives import unchanged
-
-        return unchanged
-
-
 class _AnyDirective:
-    """What myst-parser needs to split a directive's text into options and body."""
-    option_spec = _AnyOption(any=True)
+    """What myst-parser needs to read a directive's options: any option, as its text."""
+    option_spec = collections.defaultdict(lambda: unchanged, any=unchanged)  # not empty: read
     required_arguments = optional_arguments = 0
     has_content = True
 
@@ -68,8 +52,7 @@ class Fence:
         """(options, body lines) as MyST parses them for this directive class."""
         from myst_parser.parsers.directives import parse_directive_text
 
-        result = parse_directive_text(directive_class, self.arg, self.content,
-                                      validate_options=directive_class is not None)
+        result = parse_directive_text(directive_class, self.arg, self.content)
         return dict(result.options), list(result.body)
 
 
@@ -116,10 +99,8 @@ def options_block(lines: list[str], fence: int, end: int | None = None):
 
 
 def options_problem(lines: list[str], fence: Fence):
-    """(line, what) when the options of this code cell do not read as a YAML mapping.
-
-    myst-nb says only "Code cell 2 at line 17 could not be read: ... (bad YAML)";
-    this names the line to fix, with YAML's own words. None when they read."""
+    """(line, what) when this code cell's options do not read as a YAML mapping, else None:
+    myst-nb says "Code cell 2 at line 17 could not be read", this the line, in YAML's words."""
     import textwrap
 
     import yaml
@@ -138,19 +119,15 @@ def options_problem(lines: list[str], fence: Fence):
     try:
         value = yaml.safe_load(body)
     except yaml.YAMLError as error:
-        problem_mark, context_mark = (getattr(error, "problem_mark", None),
-                                      getattr(error, "context_mark", None))
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        context = getattr(error, "context", None)
-        what = "the cell's options are not valid YAML: " + problem
-        where = first + 1 + (problem_mark.line if problem_mark else 0)
-        if problem_mark:
-            what += f" (line {where})"
-        if context and context_mark:
-            start = first + 1 + context_mark.line
-            what += f", {context} that starts at line {start}"
-            if "quoted" in context or "flow" in context:
-                where = start  # an unclosed quote or bracket: the line that opens it
+        at, context, context_at = (getattr(error, name, None) for name in (
+            "problem_mark", "context", "context_mark"))
+        where = first + 1 + (at.line if at else 0)
+        what = ("the cell's options are not valid YAML: " + (getattr(error, "problem", None)
+                or str(error).splitlines()[0]) + (f" (line {where})" if at else ""))
+        if context and context_at:
+            what += f", {context} that starts at line {first + 1 + context_at.line}"
+            if "quoted" in context or "flow" in context:  # unclosed: the line that opens it
+                where = first + 1 + context_at.line
         return where, what + " (`expect: |` then the text indented by two spaces is the safe form)"
     if value is not None and not isinstance(value, dict):
         return first + 1, (f"the cell's options read as a YAML {type(value).__name__}, not "
@@ -166,11 +143,9 @@ def options_problems(text: str, root=ROOT):
 
 
 def comment_out_options(text: str, line: int, root=ROOT) -> str:
-    """`text` with the options of the cell whose problem is at `line` made YAML comments
-    (so the cell reads with no options), every line number unchanged.
-
-    The build uses it after warning, so one bad cell does not stop the whole build
-    (and hide the other problems `--keep-going` should list)."""
+    """`text` with the options of the cell whose problem is at `line` made YAML comments,
+    every line number unchanged: the build reads the cell with no options after warning,
+    so one bad cell does not hide the other problems `--keep-going` should list."""
     newline = "\r\n" if "\r\n" in text else "\n"
     lines = text.splitlines()
     fence = max((f for f in code_cell_fences(text, root) if f.line <= line),
@@ -184,9 +159,6 @@ def comment_out_options(text: str, line: int, root=ROOT) -> str:
         lines[first:stop] = [":# " + ln.lstrip()[1:] for ln in lines[first:stop]]
     result = newline.join(lines)
     return result + newline if text.endswith(("\n", "\r")) else result
-
-
-# -- chapters --------------------------------------------------------------------------
 
 
 @dataclasses.dataclass
@@ -205,8 +177,7 @@ class CodeCell:
         return self.options.get("tolerance")
 
     @property
-    def raises(self):
-        """Tagged `raises-exception`: an error is expected, and checked as text."""
+    def raises(self):  # an error is expected, and checked as text
         return "raises-exception" in (self.options.get("tags") or [])
 
 
@@ -233,34 +204,57 @@ def code_cells(nb) -> list[CodeCell]:
             for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
 
-def read_notebook(text: str, path, root=ROOT):
-    """The notebook myst-nb builds from `text` (source_map included).
-
-    A cell whose options do not read raises ChapterError naming its line."""
+def read_chapter(path, root=ROOT, text=None) -> Chapter:
+    """The chapter at `path` as myst-nb reads it (source_map included); a cell whose
+    options do not read raises ChapterError naming its line."""
     import yaml
     from myst_nb.core.read import MystMetadataParsingError, read_myst_markdown_notebook
 
+    path = Path(path).resolve()
+    text = path.read_text(encoding="utf8") if text is None else text
     try:
-        return read_myst_markdown_notebook(text, config=md_parser_config(root),
-                                           add_source_map=True, path=str(path))
+        nb = read_myst_markdown_notebook(text, config=md_parser_config(root),
+                                         add_source_map=True, path=str(path))
     except (MystMetadataParsingError, yaml.YAMLError) as error:
         problems = options_problems(text, root)
         if not problems:
             raise
         raise ChapterError(path, *problems[0], root) from error
-
-
-def read_chapter(path, root=ROOT, text=None) -> Chapter:
-    path = Path(path).resolve()
-    text = path.read_text(encoding="utf8") if text is None else text
-    nb = read_notebook(text, path, root)
     return Chapter(path, text, nb, code_cells(nb))
 
 
-# -- glue roles in the prose -------------------------------------------------------------
+@dataclasses.dataclass
+class Role:
+    name: str  # `glue:text`, `doc`, `prf:ref`, ...
+    content: str  # between the backticks
+    line: int  # 1-based line of the chapter
 
-GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text",
-              "glue:md": "md"}
+
+def prose_tokens(text: str, root=ROOT, first_line: int = 1):
+    """(markdown-it token, the text's first line) for the prose, prose directives too."""
+    for token in markdown_parser(Path(root).resolve()).parse(text):
+        yield token, first_line
+    for fence in fences(text, root, first_line):
+        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
+            yield from prose_tokens("\n".join(fence.body), root, fence.body_line)
+
+
+def roles(text: str, root=ROOT, first_line: int = 1) -> list[Role]:
+    """Every role in the prose, with its line, in order."""
+    found = []
+    for token, first in prose_tokens(text, root, first_line):
+        line = first + token.map[0] if token.map else 0
+        for child in token.children or [] if token.type == "inline" and token.map else []:
+            if child.type in ("softbreak", "hardbreak"):
+                line += 1
+            elif child.type == "myst_role":
+                found.append(Role(child.meta["name"], child.content, line))
+            else:  # text, and inline math that spans lines
+                line += child.content.count("\n")
+    return sorted(found, key=lambda role: role.line)
+
+
+GLUE_ROLES = {"glue": "any", "glue:": "any", "glue:any": "any", "glue:text": "text", "glue:md": "md"}
 
 
 @dataclasses.dataclass
@@ -271,27 +265,16 @@ class GlueUse:
     line: int  # 1-based line of the chapter
 
 
+def glue_use(role: Role) -> GlueUse:
+    kind = GLUE_ROLES[role.name]
+    name, spec = (role.content.rsplit(":", 1) if kind != "any" and ":" in role.content
+                  else (role.content, ""))
+    return GlueUse(name, kind, spec, role.line)
+
+
 def glue_uses(text: str, root=ROOT, first_line: int = 1) -> list[GlueUse]:
     """Every glue role in the prose (directive bodies too), with its line."""
-    uses = []
-    for token in markdown_parser(Path(root).resolve()).parse(text):
-        if token.type != "inline" or not token.map:
-            continue
-        line = first_line + token.map[0]
-        for child in token.children or []:
-            if child.type in ("softbreak", "hardbreak"):
-                line += 1
-            elif child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES:
-                kind = GLUE_ROLES[child.meta["name"]]
-                name, spec = child.content, ""
-                if kind in ("text", "md") and ":" in child.content:
-                    name, spec = child.content.rsplit(":", 1)
-                uses.append(GlueUse(name, kind, spec, line))
-            line += child.content.count("\n") if child.type == "text" else 0
-    for fence in fences(text, root, first_line):
-        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
-            uses += glue_uses("\n".join(fence.body), root, fence.body_line)
-    return sorted(uses, key=lambda use: use.line)
+    return [glue_use(role) for role in roles(text, root, first_line) if role.name in GLUE_ROLES]
 
 
 def repaired(text: str, root=ROOT):
@@ -303,25 +286,15 @@ def repaired(text: str, root=ROOT):
     return text, problems
 
 
-
 def prose_words(text: str, root=ROOT) -> int:
-    """Words a reader reads outside code cells and listings: the text of paragraphs, headings,
-    lists, tables and prose directives (a proof, an exercise, a dropdown), inline code, and
-    the TeX of the math; a word is a run of non-blanks with a letter or a digit in it. Code
-    cells, their outputs, listings and glued values do not count."""
-    def words(s):
-        return sum(1 for w in s.split() if re.search(r"\w", w))
-
-    count = 0
-    for token in markdown_parser(Path(root).resolve()).parse(text):
-        if token.type == "math_block" or token.type == "amsmath":
-            count += words(token.content)
+    """Words a reader reads: the prose (prose directives too), inline code and the TeX of
+    the math, not code cells, listings or glued values; a word has a letter or a digit."""
+    words = re.compile(r"\S*\w\S*").findall
+    count = sum(len(words(" ".join(f.body))) for f in fences(text, root) if f.name == "math")
+    for token, _ in prose_tokens(text, root):
+        if token.type in ("math_block", "amsmath"):
+            count += len(words(token.content))
         for child in token.children or [] if token.type == "inline" else []:
             if not (child.type == "myst_role" and child.meta.get("name") in GLUE_ROLES):
-                count += words(child.content)
-    for fence in fences(text, root):
-        if fence.depth == 0 and fence.name == "math":
-            count += words(" ".join(fence.body))
-        elif fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
-            count += prose_words("\n".join(fence.body), root)
+                count += len(words(child.content))
     return count

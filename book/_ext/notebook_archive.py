@@ -1,11 +1,7 @@
-"""The archive of the whole book: `downloads/autodiff-book.zip`, linked from the intro.
-
-Every chapter notebook (as the download menu offers it, see notebooks.py), the
-`engine` package with its pyproject.toml (`pip install .`) and, as its
-requirements.txt, the book's runtime pins (`book/runtime-requirements.txt`, which the
-book's requirements.txt includes). The zip is the same bytes every time (fixed dates
-and order).
-"""
+"""The book's archive, `downloads/autodiff-book.zip` (the intro links it): every chapter
+notebook as its page's download menu offers it, the `engine` package with its
+pyproject.toml, and the book's runtime pins (`book/runtime-requirements.txt`) as its
+requirements.txt; the same bytes every time (fixed dates and order)."""
 
 import io
 import posixpath
@@ -63,19 +59,16 @@ To run every notebook top to bottom without a browser:
 """
 
 
-
 def write_archive(out_zip, notebooks, root):
-    """Write the zip: notebooks/{name}.ipynb, engine/, pyproject.toml, requirements.txt."""
-    import nbformat
-
+    """Write the zip: notebooks/{name}.ipynb (`notebooks` maps name to text), engine/,
+    pyproject.toml, requirements.txt."""
     root, out_zip = Path(root), Path(out_zip)
     files = {"README.md": README, "pyproject.toml": (root / "pyproject.toml").read_text(),
              "requirements.txt": (root / RUNTIME_PINS).read_text()}
     for path in sorted((root / "engine").rglob("*.py")):
         if "__pycache__" not in path.parts:
             files[path.relative_to(root).as_posix()] = path.read_bytes()
-    for name, nb in notebooks:
-        files[f"notebooks/{name}"] = nbformat.writes(nb)
+    files.update({f"notebooks/{name}": text for name, text in notebooks.items()})
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_zip.with_suffix(".zip.tmp")
     tmp.write_bytes(zip_bytes({f"{ARCHIVE_TOP}/{k}": v for k, v in files.items()}))

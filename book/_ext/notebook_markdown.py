@@ -1,272 +1,267 @@
-"""MyST to plain Markdown: a notebook that reads cleanly in JupyterLab and Colab.
+"""MyST to plain Markdown, for the notebook a reader downloads (JupyterLab, Colab).
 
-The chapters' Markdown cells are MyST: directives (theorems, exercises, dropdowns),
-roles ({numref}, {prf:ref}, {doc}, {cite}) and `(label)=` targets, which plain Jupyter
-shows as raw text. The download renders them to Markdown and HTML that plain Jupyter
-draws: titled blocks as block quotes, solutions and dropdowns as <details>, every
-reference as the text the page shows (notebook_refs.Resolver), glued values as the
-text the page shows and glued figures as image attachments, and a player as its still
-frame with a note. Fenced blocks are found by cells.fences (myst-parser's tokens).
+Plain Jupyter shows MyST's directives, roles and `(label)=` targets as raw text. Here
+titled blocks become block quotes, solutions and dropdowns <details>, a reference the
+text the page shows (resolved by the build's own domains: Sphinx's, sphinx-proof's,
+sphinx-exercise's, sphinxcontrib-bibtex's citations), a glued value its text, a glued
+figure an image attachment, and a player its still frame with a note. Blocks and roles
+are found by the MyST reader (cells.fences, cells.roles).
 """
 
 import base64
 import re
 
-from cells import NOT_PROSE, GlueUse, fences
+import nbformat
+
+from cells import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
 from checks import glue_text, is_player
+from notebook_archive import notebook_name
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
 SOLUTION_END = "<!-- engine-solution-end -->"
-_SOLUTION_START = re.compile(r"<!-- engine-solution-start (?P<label>\S*) -->")
-_ROLE = re.compile(r"(?<!`)\{(?P<role>[a-z][\w:-]*)\}`(?P<body>[^`]*)`")
+_SOLUTION_MARK = re.compile(r"<!-- engine-solution-(?:start (\S*)|end) -->")
 _EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _TARGET_LINE = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
 PROOF_KINDS = {"theorem", "definition", "lemma", "corollary", "proposition", "remark",
                "example", "axiom", "conjecture", "criterion", "algorithm", "property",
                "observation", "assumption", "notation"}
-ADMONITIONS = {"note", "tip", "warning", "important", "hint", "caution", "attention",
-               "danger", "error", "seealso"}
+PLAYER_NOTE = ("*(On the book's site this figure is a player that steps through its "
+               "frames; a notebook viewer does not run its script, so this is one frame of "
+               "it. Run the cell in Jupyter to play it.)*")
 
 
-# -- glue -------------------------------------------------------------------------------
+class References:
+    """What the page `docname` shows for a role, from the build's environment."""
 
-def glue_figure_markdown(fence, glued, attachments, resolver=None):
-    """Markdown for a glued figure: the PNG as a cell attachment, caption below, with
-    the figure's number when a resolver knows it. A player shows its still frame, and
-    says so: a notebook viewer does not run the player's script."""
+    def __init__(self, app, docname):
+        self.app, self.env, self.docname, self.root = app, app.env, docname, app.srcdir
+        self.cited = []  # citation keys in order of first citation
+        cite = self.env.domains.get("cite")  # sphinxcontrib-bibtex, in a book with a .bib
+        self.citations = {c.key: c for c in (cite.citations if cite else [])
+                          if c.bibliography_key.docname == docname}
+
+    def number(self, kind, label):
+        number = self.env.toc_fignumbers.get(self.docname, {}).get(kind, {}).get(label)
+        return ".".join(map(str, number)) if number else None
+
+    def role(self, name, body):
+        from docutils import nodes
+        from sphinx.addnodes import pending_xref
+        from sphinx.util import docname_join
+
+        if name.startswith(("cite", "footcite")):
+            return self.cite(body)
+        if name == "math":
+            return f"${body}$"
+        if name in ("code", "literal", "file", "samp", "command", "kbd"):
+            return f"`{body}`"
+        explicit = _EXPLICIT.match(body)
+        text, target = (explicit["text"].strip(), explicit["target"].strip()) if explicit \
+            else ("", body.strip())
+        domain, _, kind = name.rpartition(":")
+        domain = "math" if kind == "eq" else domain or "std"
+        if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
+            kind = "numref"  # sphinx-exercise shows a {ref} to an exercise as its number
+        inner = nodes.inline(text or target, text or target)
+        node = pending_xref("", inner, refdoc=self.docname, refdomain=domain, reftype=kind,
+                            reftarget=target, refexplicit=bool(text))
+        found = (self.env.domains[domain].resolve_xref(self.env, self.docname, self.app.builder,
+                                                       kind, target, node, inner)
+                 if domain in self.env.domains else None)
+        shown = found.astext() if found is not None else text or target
+        docname = docname_join(self.docname, target)
+        if kind == "doc" and "kernelspec" in self.env.metadata.get(docname, {}):
+            return f"[{shown}]({notebook_name(docname).rsplit('/', 1)[-1]})"
+        return shown  # an unknown role: its text, never the raw markup
+
+    def cite(self, keys):
+        from pybtex.richtext import Text
+
+        shown = []
+        for key in [k.strip() for k in keys.split(",") if k.strip()]:
+            if key not in self.cited:
+                self.cited.append(key)
+            if key not in self.citations:
+                shown.append(key)
+                continue
+            entry = self.citations[key].entry
+            people = entry.persons.get("author") or entry.persons.get("editor") or []
+            names = [" ".join(name.render_as("text") for name in person.rich_last_names)
+                     for person in people]
+            who = (f"{names[0]} et al." if len(names) > 2 else " and ".join(names)
+                   or Text.from_latex(entry.fields.get("title", key)).render_as("text"))
+            year = entry.fields.get("year")
+            shown.append(f"[{who}, {year}](#ref-{key})" if year else f"[{who}](#ref-{key})")
+        return "[" + "; ".join(shown) + "]"
+
+    def references_cell(self):
+        """The chapter's bibliography as its page shows it, for the notebook's end."""
+        lines = [f'- <a id="ref-{key}"></a>'
+                 + self.citations[key].formatted_entry.text.render_as("text")
+                 for key in self.cited if key in self.citations]
+        return nbformat.v4.new_markdown_cell("\n".join(["## References", ""] + lines), metadata={
+            "tags": ["engine-references"]}) if lines else None
+
+
+def show_roles(text, root, glued, refs=None):
+    """`text` with every glue role as the text the page shows, and, with `refs`, every
+    other role too."""
+    lines = text.split("\n")
+    for role in roles(text, root):
+        if role.name in GLUE_ROLES:
+            use = glue_use(role)
+            bundle = glued.get(use.name.split("::")[-1], {})
+            try:
+                shown = glue_text(use, bundle)
+            except ValueError:  # a format the value does not take: check_glue fails the build
+                shown = bundle.get("text/plain")
+        else:
+            shown = refs.role(role.name, role.content) if refs else None
+        markup = f"{{{role.name}}}`{role.content}`"
+        # its line, or one after: a code span's line ends are not counted
+        at = next((i for i in range(role.line - 1, len(lines)) if markup in lines[i]), None)
+        if shown is not None and at is not None:
+            lines[at] = lines[at].replace(markup, shown, 1)
+    return "\n".join(lines)
+
+
+def glue_figure_markdown(fence, glued, attachments, refs=None):
+    """A glued figure: its PNG as a cell attachment, with its number and caption."""
     from myst_nb.ext.glue.directives import PasteFigureDirective
 
-    name = fence.arg
-    data = glued.get(name, {})
-    options, caption_lines = fence.parse(PasteFigureDirective)
-    caption = "\n".join(caption_lines).strip()
-    label = options.get("name")
-    number = resolver.number(resolver.docname, "figure", label) if resolver and label else None
-    if caption:
-        caption = f"*{caption}*"
-    if number:
-        caption = f"**Figure {number}.** {caption}"
-    if is_player(data):
-        caption += "\n\n" + PLAYER_NOTE
-    anchor = f'<a id="{label}"></a>\n\n' if label else ""
-    alt = str(options.get("alt", name)).replace("]", "")
+    data = glued.get(fence.arg, {})
+    options, caption = fence.parse(PasteFigureDirective)
+    caption, label = "\n".join(caption).strip(), options.get("name")
+    caption = f"*{caption}*" if caption else ""
+    number = refs.number("figure", label) if refs and label else None
+    caption = f"**Figure {number}.** {caption}" if number else caption
+    caption += f"\n\n{PLAYER_NOTE}" if is_player(data) else ""
     png = data.get("image/png")
     if png:
-        key = f"{name}.png"
-        attachments[key] = {"image/png": png if isinstance(png, str) else base64.b64encode(png).decode()}
-        out = f"![{alt}](attachment:{key})"
-    elif "text/plain" in data:
-        out = f"`{data['text/plain']}`"
+        attachments[f"{fence.arg}.png"] = {"image/png": _base64(png)}
+        shown = f"![{str(options.get('alt', fence.arg)).replace(']', '')}](attachment:{fence.arg}.png)"
     else:
-        out = f"*(figure `{name}`)*"
-    return anchor + out + (f"\n\n{caption}" if caption else "")
+        shown = f"`{data['text/plain']}`" if "text/plain" in data else f"*(figure `{fence.arg}`)*"
+    anchor = f'<a id="{label}"></a>\n\n' if label else ""
+    return anchor + shown + (f"\n\n{caption}" if caption else "")
 
 
-_GLUE_ROLE = re.compile(r"\{glue(?::(?P<kind>text|any|md))?\}`(?P<body>[^`]+)`")
+def _base64(data):
+    return data if isinstance(data, str) else base64.b64encode(data).decode()
 
 
-def paste_glue_roles(text, glued, root):
-    """`{glue:text}`key:.3f`` -> the glued value as the page shows it (plain Markdown)."""
-    def paste(match):
-        kind = {"text": "text", "md": "md"}.get(match["kind"], "any")
-        name, spec = (match["body"].rsplit(":", 1) if kind == "text" and ":" in match["body"]
-                      else (match["body"], ""))
-        name = name.split("::")[-1]
-        try:
-            shown = glue_text(GlueUse(name, kind, spec, 0), glued.get(name, {}))
-        except ValueError:  # a format the value does not take: check_glue fails the build
-            shown = glued.get(name, {}).get("text/plain")
-        return match[0] if shown is None else shown
+def players_as_stills(cell):
+    """A player's output (a script a viewer does not run) becomes its still frame and a note."""
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if is_player(data):
+            data.pop("text/html", None)
+            if data.get("image/png"):
+                data["text/markdown"] = ("![a still frame of the player](data:image/png;base64,"
+                                         f"{_base64(data['image/png']).strip()})\n\n{PLAYER_NOTE}")
 
-    # not inside code blocks (directive bodies, e.g. a dropdown's, are prose)
-    code = {i for f in fences(text, root) if f.name is None or f.name in NOT_PROSE
-            for i in range(f.line - 1, f.end)}
-    return "\n".join(line if i in code else _GLUE_ROLE.sub(paste, line)
-                     for i, line in enumerate(text.split("\n")))
+
+def plain_markdown(text, refs):
+    """One MyST Markdown text rendered to plain Markdown."""
+    return _blocks(show_roles(text, refs.root, {}, refs), refs)
+
+
+def _blocks(text, refs):
+    lines, out, cursor = text.split("\n"), [], 0
+    for fence in [f for f in fences(text, refs.root) if f.depth == 0] + [None]:
+        start = len(lines) if fence is None else fence.line - 1
+        for line in lines[cursor:start]:
+            target = _TARGET_LINE.match(line)
+            out.append(f'<a id="{target["label"]}"></a>' if target else line)
+        if fence is not None:
+            out += (lines[start:fence.end] if fence.name is None else _directive(fence, refs))
+            cursor = fence.end
+    return "\n".join(out)
 
 
 def _quote(lines):
     return [("> " + line) if line.strip() else ">" for line in lines]
 
 
-def _render_roles(line, resolver):
-    def one(match):
-        role, body = match["role"], match["body"]
-        explicit = _EXPLICIT.match(body)
-        text, target = (explicit["text"].strip(), explicit["target"].strip()) if explicit \
-            else ("", body.strip())
-        if role == "doc":
-            return resolver.doc(text, target)
-        if role == "numref":
-            return resolver.numref(text, target)
-        if role in ("prf:ref",):
-            return resolver.prf_ref(text, target)
-        if role == "ref":
-            return resolver.ref(text, target)
-        if role == "eq":
-            return resolver.eq(text, target)
-        if role.startswith("cite") or role.startswith("footcite"):
-            return resolver.cite(body)
-        if role == "math":
-            return f"${body}$"
-        if role in ("code", "literal", "file", "samp", "command", "kbd"):
-            return f"`{body}`"
-        if role in ("term", "abbr", "sub", "sup", "guilabel", "menuselection"):
-            return text or target
-        if role == "book-archive":
-            return text or target
-        return text or target  # an unknown role: its text, never the raw markup
-
-    return _ROLE.sub(one, line)
-
-
-def _render_directive(fence, resolver):
-    """Plain Markdown lines for one directive block (its body rendered first)."""
-    name, arg, rest = fence.name, fence.arg, list(fence.body)
-    options = {key: str(value) for key, value in fence.options.items()}
-    while rest and not rest[0].strip():
-        rest = rest[1:]
-    inner = plain_markdown("\n".join(rest), resolver).split("\n") if rest else []
-    kind = name.split(":", 1)[1] if name.startswith("prf:") else name
-    title = _render_roles(arg, resolver) if arg else ""
-    label = options.get("label", "")
-    anchor = [f'<a id="{label}"></a>'] if label else []
-    if kind in PROOF_KINDS:
-        number = resolver.number(resolver.docname, kind, label) if label else None
-        head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
-        return anchor + _quote([f"**{head}.**", ""] + inner)
-    if kind == "proof":
-        if inner:
-            inner[0] = "*Proof.* " + inner[0]
-        else:
-            inner = ["*Proof.*"]
-        inner[-1] = inner[-1] + " ∎"
-        return _quote(inner)
-    if name == "exercise":
-        number = resolver.number(resolver.docname, "exercise", label) if label else None
-        head = "Exercise" + (f" {number}" if number else "") + (f" ({title})" if title else "")
-        return anchor + _quote([f"**{head}**", ""] + inner)
-    if name == "solution-start":
-        return [SOLUTION_START.format(label=arg.strip())]
-    if name == "solution-end":
-        return [SOLUTION_END]
-    if name == "solution":
-        return _details(_solution_title(arg.strip(), resolver), inner)
-    if name == "dropdown":
-        return _details(title or "Details", inner)
-    if name in ("admonition",) or name in ADMONITIONS:
-        head = title or name.capitalize()
-        return _quote([f"**{head}**", ""] + inner)
-    if name in ("math",):
-        return anchor + ["$$"] + rest + ["$$"]
-    if name in ("code-block", "code", "sourcecode"):
-        return ["```" + arg.strip()] + rest + ["```"]
-    if name == "bibliography":
-        return []  # a References cell closes the notebook
-    if name == "only":
-        return inner if "html" in arg or "not" in arg else []
-    if name in ("figure", "image"):
-        caption = " ".join(inner).strip()
-        return [f"![{options.get('alt', '')}]({arg.strip()})"] + ([f"*{caption}*"] if caption else [])
-    return [f"*(On the book's page this place shows `{name}` output.)*"]
-
-
-PLAYER_NOTE = ("*(On the book's site this figure is a player that steps through its "
-               "frames; a notebook viewer does not run its script, so this is one frame of "
-               "it. Run the cell in Jupyter to play it.)*")
-
-
-def players_as_stills(cell):
-    """A player's output (matplotlib's JavaScript animation) becomes its still frame and
-    a note: JupyterLab and Colab do not run the script of a notebook they did not run."""
-    for output in cell.get("outputs", []):
-        data = output.get("data", {})
-        if not is_player(data):
-            continue
-        png = data.get("image/png")
-        data.pop("text/html", None)
-        if png:
-            png = png if isinstance(png, str) else base64.b64encode(png).decode()
-            data["text/markdown"] = f"![a still frame of the player](data:image/png;base64,{png.strip()})\n\n{PLAYER_NOTE}"
-
-
-def _solution_title(label, resolver):
-    number = resolver.exercise(label)
-    return f"Solution to Exercise {number}" if number else "Solution"
-
-
 def _details(summary, inner):
     return ["<details>", f"<summary><b>{summary}</b></summary>", ""] + inner + ["", "</details>"]
 
 
-def plain_markdown(text, resolver):
-    """One MyST Markdown text rendered to plain Markdown (see above)."""
-    lines = text.split("\n")
-    out, cursor = [], 0
-    for fence in fences(text, resolver.root):
-        start, end = fence.line - 1, fence.end - 1
-        if fence.depth or start < cursor:
-            continue
-        out.extend(_render_text(lines[cursor:start], resolver))
-        if fence.name is None:  # a plain code block: as it is
-            out.extend(lines[start:end + 1])
-        else:
-            out.extend(_render_directive(fence, resolver))
-        cursor = end + 1
-    out.extend(_render_text(lines[cursor:], resolver))
-    return "\n".join(out)
+def _solution_title(label, refs):
+    number = refs.number("exercise", label)
+    return f"Solution to Exercise {number}" if number else "Solution"
 
 
-def _render_text(lines, resolver):
-    out = []
-    for line in lines:
-        target = _TARGET_LINE.match(line)
-        if target:
-            out.append(f'<a id="{target["label"]}"></a>')
-            continue
-        out.append(_render_roles(line, resolver))
-    return out
+def _directive(fence, refs):
+    """Plain Markdown lines for one directive (its body rendered first)."""
+    name, arg, body = fence.name, fence.arg.strip(), list(fence.body)
+    while body and not body[0].strip():
+        body = body[1:]
+    inner = _blocks("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
+    kind = name.removeprefix("prf:")
+    title = show_roles(arg, refs.root, {}, refs) if arg else ""
+    label = str(fence.options.get("label", ""))
+    anchor = [f'<a id="{label}"></a>'] if label else []
+    if kind in PROOF_KINDS or name == "exercise":
+        number = refs.number(kind, label) if label else None
+        head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
+        return anchor + _quote([f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)
+    if kind == "proof":
+        inner = [f"*Proof.* {inner[0] if inner else ''}".rstrip()] + inner[1:]
+        return _quote(inner[:-1] + [inner[-1] + " ∎"])
+    if name in ("solution-start", "solution-end"):
+        return [SOLUTION_START.format(label=arg) if name == "solution-start" else SOLUTION_END]
+    if name in ("solution", "dropdown"):
+        return _details(_solution_title(arg, refs) if name == "solution" else title or "Details",
+                        inner)
+    if name == "math":
+        return anchor + ["$$"] + body + ["$$"]
+    if name in ("code-block", "code", "sourcecode"):
+        return ["```" + arg] + body + ["```"]
+    if name in ("figure", "image"):
+        caption = " ".join(inner).strip()
+        return [f"![{fence.options.get('alt', '')}]({arg})"] + ([f"*{caption}*"] if caption else [])
+    if name == "only":
+        return inner if "html" in arg or "not" in arg else []
+    if name == "bibliography":
+        return []  # a References cell closes the notebook
+    if inner or title:  # an admonition (note, tip, ...) or another block of prose
+        return _quote([f"**{title or name.capitalize()}**", ""] + inner)
+    return [f"*(On the book's page this place shows `{name}` output.)*"]
 
 
-def fold_solutions(cells, resolver):
+def fold_solutions(cells, refs):
     """Gated solutions (solution-start ... solution-end) span cells: each stretch of
-    Markdown inside one goes in a <details> block, its code cells are collapsed
-    (JupyterLab's `source_hidden` / `outputs_hidden`) and tagged `solution`."""
-    marker = re.compile(r"(<!-- engine-solution-start \S* -->|<!-- engine-solution-end -->)")
+    Markdown inside one goes in a <details> block, and its code cells are folded
+    (`jupyter.source_hidden`, `outputs_hidden`) and tagged `solution`."""
     inside, opened = None, False  # the open solution's title; whether its first part is out
     for cell in cells:
-        if cell.cell_type == "code":
-            if inside is not None:
-                jupyter = cell.metadata.setdefault("jupyter", {})
-                jupyter["source_hidden"] = True
-                jupyter["outputs_hidden"] = True
-                tags = cell.metadata.setdefault("tags", [])
-                if "solution" not in tags:
-                    tags.append("solution")
-            continue
+        if cell.cell_type == "code" and inside is not None:
+            cell.metadata.setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
+            tags = cell.metadata.setdefault("tags", [])
+            if "solution" not in tags:
+                tags.append("solution")
         if cell.cell_type != "markdown":
             continue
-        parts = []
-        for piece in marker.split(cell.source):
-            start = _SOLUTION_START.fullmatch(piece)
-            if start:
-                inside, opened = _solution_title(start["label"], resolver), False
-            elif piece == SOLUTION_END:
+        parts, pieces = [], _SOLUTION_MARK.split(cell.source)
+        for at, piece in enumerate(pieces):  # text, then (start label or None, text) pairs
+            if at % 2:
+                if piece is not None:
+                    inside, opened = _solution_title(piece, refs), False
+                    continue
                 if inside is not None and not opened:  # a solution of code cells only
                     parts.append("\n".join(_details(inside, ["(Its code is in the folded "
                                                               "cells above.)"])))
                 inside = None
+            elif piece.strip() and inside is None:
+                parts.append(piece.strip("\n"))
             elif piece.strip():
-                if inside is None:
-                    parts.append(piece.strip("\n"))
-                else:
-                    title = (inside + ", continued" if opened else
-                             inside + " (its code cells, if any, follow folded)")
-                    parts.append("\n".join(_details(title, piece.strip().split("\n"))))
-                    opened = True
+                title = inside + (", continued" if opened else
+                                  " (its code cells, if any, follow folded)")
+                parts.append("\n".join(_details(title, piece.strip().split("\n"))))
+                opened = True
         if inside is not None and not opened:  # its code cells come next
-            parts.append("\n".join(_details(inside, ["(Its code is in the folded cells "
-                                                      "below.)"])))
+            parts.append("\n".join(_details(inside, ["(Its code is in the folded cells below.)"])))
             opened = True
         cell.source = "\n\n".join(parts)
     return [c for c in cells if c.cell_type != "markdown" or c.source.strip()]

@@ -1,29 +1,12 @@
-"""Downloadable notebooks: every chapter as an executed .ipynb, and the whole book as a zip.
+"""The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter,
+in its page's download menu (`_sources/<docname>.ipynb`; sphinx-book-theme offers it only
+with a launch service, so this sets the page's `ipynb_source`) and in the book's archive.
 
-What the site offers a reader, for every chapter (a MyST Markdown notebook) with no
-per-chapter configuration:
-
-* "Download .ipynb" in the page's download menu. sphinx-book-theme only offers it
-  when a launch service (Binder, Colab, ...) is configured; this extension sets the
-  page context key the theme reads (`ipynb_source`) itself, and writes the notebook
-  to `_sources/<docname>.ipynb`, where the theme's link points.
-* The notebook is the EXECUTED one (the outputs the page shows and the verifier
-  checks), made to work in plain Jupyter:
-  - its first code cell carries the engine as of the chapter (its snapshot, see
-    book/_ext/snapshots.py), zipped: it writes the files next to the notebook and
-    imports `engine` from there, so the notebook runs alone with NumPy, SciPy and
-    Matplotlib installed and nothing else;
-  - each ```{listing} engine/x.py``` becomes a Markdown cell with the listing as the
-    page shows it, tagged `engine-listing` (the code runs from the unpacked engine);
-  - `from myst_nb import glue` gets a fallback, so the notebook runs without the
-    book's Sphinx toolchain installed.
-  - each glued figure (```{glue:figure} name```, ```{glue} name```) is shown in the
-    Markdown cell as an image attachment of the glued output.
-* `downloads/autodiff-book.zip` (linked from the intro with the `book-archive` role):
-  every chapter notebook, the `engine` package with its pyproject.toml (`pip install .`)
-  and the book's runtime pins as its requirements.txt.
-"""
-
+Each has the outputs the page shows, a first cell that unpacks the engine as of its chapter
+(snapshots.py) and the data the page reads, so it runs with NumPy, SciPy and Matplotlib
+alone; each `{listing}` as a Markdown cell of what the page shows; a fallback for `from
+myst_nb import glue`; its prose as plain Markdown (notebook_markdown.py); and what the
+page hides folded, not removed (it still runs)."""
 
 import base64
 import copy
@@ -37,6 +20,10 @@ from notebook_archive import ARCHIVE, book_archive_role, notebook_name, write_ar
 
 LISTING_TAG = "engine-listing"
 SNAPSHOT_TAG = "engine-snapshot"
+# folded where JupyterLab and Notebook 7 fold (nbformat's `jupyter.source_hidden` and
+# `outputs_hidden`) and where the classic notebook does (`collapsed`)
+HIDDEN_SOURCE = {SNAPSHOT_TAG, "remove-cell", "remove-input", "hide-input", "hide-cell"}
+HIDDEN_OUTPUT = {"remove-cell", "remove-output", "hide-output", "hide-cell"}
 
 GLUE_FALLBACK = '''\
 try:
@@ -52,33 +39,29 @@ def listing_cell(fence, chapter, root):
     """A Markdown cell showing one `{listing}` as the page shows it, with its caption."""
     import listings
 
-    file = fence.arg
     options, _ = fence.parse(listings._directive())
-    listing = listings.listing_lines(file, options, chapter, root)
-    text = (f"*Listing: {listing.caption()}*\n\n```python\n{listing.text}\n```")
-    meta = {"tags": [LISTING_TAG], "engine_listing": {"file": file, "chapter": listing.chapter,
-                                                      **{k: str(v) for k, v in options.items()}}}
-    return nbformat.v4.new_markdown_cell(text, metadata=meta)
+    listing = listings.listing_lines(fence.arg, options, chapter, root)
+    return nbformat.v4.new_markdown_cell(
+        f"*Listing: {listing.caption()}*\n\n```python\n{listing.text}\n```", metadata={
+            "tags": [LISTING_TAG], "engine_listing": {
+                "file": fence.arg, "chapter": listing.chapter,
+                **{key: str(value) for key, value in options.items()}}})
 
 
-def snapshot_cell(chapter, root, doc_path=None):
-    """The first code cell of a downloaded chapter: it unpacks the engine as of `chapter`,
-    and the data files the page reads (its front matter's `data_files`), beside itself."""
+def snapshot_cell(chapter, root, doc_path):
+    """The first code cell: it unpacks the engine as of `chapter`, and the data files the
+    page reads (its front matter's `data_files`), beside the notebook."""
     import snapshots
     from book_config import data_files
 
     folder = f"engine-as-of-{chapter}"
     files = {f"{folder}/{name}": text
              for name, text in snapshots.snapshot_files(chapter, root).items()}
-    data = data_files(doc_path) if doc_path is not None else []
-    for path in data:
-        files[Path(path).relative_to(Path(doc_path).resolve().parent).as_posix()] = (
-            Path(path).read_text(encoding="utf-8"))
-    packed = base64.b64encode(zip_bytes(files)).decode()
-    rows = [packed[i:i + 76] for i in range(0, len(packed), 76)]
-    what = f"{len(files) - len(data)} files" + (
-        f" and the data it reads ({', '.join(sorted(f for f in files if not f.startswith(folder)))})"
-        if data else "")
+    data = {path.relative_to(doc_path.resolve().parent).as_posix(): path.read_text(encoding="utf-8")
+            for path in data_files(doc_path)}
+    packed = base64.b64encode(zip_bytes({**files, **data})).decode()
+    what = f"{len(files)} files" + (f" and the data it reads ({', '.join(sorted(data))})"
+                                    if data else "")
     source = "\n".join([
         f"# The engine as of this chapter ({chapter}), carried by this notebook: this cell writes",
         f"# its {what} beside the notebook, and imports `engine` from ./{folder}/.",
@@ -86,7 +69,7 @@ def snapshot_cell(chapter, root, doc_path=None):
         "from pathlib import Path",
         "",
         "_engine_zip = (",
-        *[f'    "{row}"' for row in rows],
+        *[f'    "{packed[i:i + 76]}"' for i in range(0, len(packed), 76)],
         ")",
         "zipfile.ZipFile(io.BytesIO(base64.b64decode(_engine_zip))).extractall()",
         f'sys.path.insert(0, str(Path("{folder}").resolve()))',
@@ -98,80 +81,66 @@ def snapshot_cell(chapter, root, doc_path=None):
         "tags": [SNAPSHOT_TAG, "hide-input"], "engine_snapshot": {"chapter": chapter}})
 
 
-# What the site hides stays in the notebook (it runs), folded where Jupyter Notebook 7 and
-# JupyterLab fold a cell: `jupyter.source_hidden` and `jupyter.outputs_hidden` (nbformat's
-# documented cell metadata), and the classic notebook's `collapsed` for the outputs.
-HIDDEN_SOURCE = {SNAPSHOT_TAG, "remove-cell", "remove-input", "hide-input", "hide-cell"}
-HIDDEN_OUTPUT = {"remove-cell", "remove-output", "hide-output", "hide-cell"}
-
-
-def hide(cell):
+def fold_hidden(cell):
     """Fold the source and outputs of a code cell the page hides."""
     tags = set(cell.metadata.get("tags", []))
-    if cell.cell_type != "code" or not tags & (HIDDEN_SOURCE | HIDDEN_OUTPUT):
+    if cell.cell_type != "code":
         return
-    jupyter = cell.metadata.setdefault("jupyter", {})
     if tags & HIDDEN_SOURCE:
-        jupyter["source_hidden"] = True
+        cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
     if tags & HIDDEN_OUTPUT and cell.get("outputs"):
-        jupyter["outputs_hidden"] = True
+        cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
         cell.metadata["collapsed"] = True
 
 
-def _split_markdown(cell, glued, chapter, root, resolver):
+def markdown_cells(cell, glued, chapter, root, refs):
     """A Markdown cell of the chapter, its glue shown and each `{listing}` made a cell of
     its own (one inside another block comes right after the cell that holds it)."""
-    from notebook_markdown import glue_figure_markdown, paste_glue_roles
+    from notebook_markdown import glue_figure_markdown, show_roles
 
-    cell.source = paste_glue_roles(cell.source, glued, root)
-    lines = cell.source.split("\n")
-    blocks = [f for f in fences(cell.source, root)
-              if f.name in ("listing", "glue:figure", "glue", "glue:any")]
-    if not blocks:
-        return [cell]
+    text = show_roles(cell.source, root, glued)
+    lines, cells, chunk, hoisted, cursor = text.split("\n"), [], [], [], 0
     attachments = dict(cell.get("attachments", {}))
-    pending, hoisted, chunk, cursor = [], [], [], 0
 
     def flush():
-        text = "\n".join(chunk).strip("\n")
-        if text.strip():
-            new_cell = nbformat.v4.new_markdown_cell(text, metadata=copy.deepcopy(cell.metadata))
-            used = {k: v for k, v in attachments.items() if f"attachment:{k}" in text}
+        if "\n".join(chunk).strip():
+            new = nbformat.v4.new_markdown_cell("\n".join(chunk).strip("\n"),
+                                                metadata=copy.deepcopy(cell.metadata))
+            used = {k: v for k, v in attachments.items() if f"attachment:{k}" in new.source}
             if used:
-                new_cell["attachments"] = used
-            pending.append(new_cell)
+                new["attachments"] = used
+            cells.append(new)
+        cells.extend(hoisted)  # listings nested in this text come right after it
         chunk.clear()
-        pending.extend(hoisted)  # listings nested in this text come right after it
         hoisted.clear()
 
-    for fence in blocks:
-        if fence.line - 1 < cursor:
-            continue  # inside a block already replaced
+    for fence in fences(text, root):
+        if fence.name not in ("listing", "glue:figure", "glue", "glue:any") or \
+                fence.line - 1 < cursor:  # not a block made here, or inside one replaced
+            continue
         chunk.extend(lines[cursor:fence.line - 1])
         if fence.name != "listing":
-            chunk.extend(glue_figure_markdown(fence, glued, attachments, resolver).split("\n"))
+            chunk.extend(glue_figure_markdown(fence, glued, attachments, refs).split("\n"))
         elif fence.depth == 0:
             flush()
-            pending.append(listing_cell(fence, chapter, root))
+            cells.append(listing_cell(fence, chapter, root))
         else:  # inside another directive: show it right after this cell
             chunk.append(f"*(Listing of `{fence.arg}`: the cell after this text.)*")
             hoisted.append(listing_cell(fence, chapter, root))
         cursor = fence.end
     chunk.extend(lines[cursor:])
     flush()
-    return pending
+    return cells
 
 
-def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
+def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
-
-    With a `Resolver` (the build passes one), its MyST is rendered to plain Markdown."""
+    With `References` (the build passes them) its MyST becomes plain Markdown."""
     from checks import glued_values
     from execution import snapshot_of
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
 
-    nb = copy.deepcopy(nb)
-    doc_path = Path(doc_path)
+    nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
     # glue(...) values: myst-nb moves them out of the executed notebook; any left count too
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
     glued.update(glued_values(nb.cells))
@@ -179,84 +148,70 @@ def reader_notebook(nb, doc_path, root, glue_data=None, resolver=None):
     cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cells.extend(_split_markdown(cell, glued, doc_path.stem, root, resolver))
+            cells += markdown_cells(cell, glued, doc_path.stem, root, refs)
             continue
         if cell.cell_type == "code":
             cell.source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                                  flags=re.M)
-            if resolver is not None:
+            if refs is not None:
                 players_as_stills(cell)
         cells.append(cell)
-    if resolver is not None:
+    if refs is not None:
         for cell in cells:
             if cell.cell_type == "markdown" and LISTING_TAG not in cell.metadata.get("tags", []):
-                cell.source = plain_markdown(cell.source, resolver)
-        cells = fold_solutions(cells, resolver)
-        references = resolver.references_cell()
-        if references is not None:
-            cells.append(references)
-    nb.cells = cells
-    for cell in nb.cells:
-        hide(cell)
-    for cell in nb.cells:  # unique ids for the cells made here
-        cell.pop("id", None)
-    nb.nbformat_minor = max(nb.nbformat_minor, 5)
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"cell-{i}"
+                cell.source = plain_markdown(cell.source, refs)
+        cells = fold_solutions(cells, refs)
+        references = refs.references_cell()
+        cells += [references] if references is not None else []
+    for i, cell in enumerate(cells):
+        fold_hidden(cell)
+        cell["id"] = f"cell-{i}"  # unique, for the cells made here too
+    nb.cells, nb.nbformat_minor = cells, max(nb.nbformat_minor, 5)
     nb.metadata.pop("source_map", None)
-    nb.metadata["autodiff_book"] = {"source": doc_path.resolve().relative_to(Path(root).resolve()).as_posix()
-                                    if doc_path.resolve().is_relative_to(Path(root).resolve()) else doc_path.name}
+    source = doc_path.resolve()
+    nb.metadata["autodiff_book"] = {"source": source.relative_to(root.resolve()).as_posix()
+                                    if source.is_relative_to(root.resolve()) else source.name}
     return nb
 
 
 # -- Sphinx ---------------------------------------------------------------------------
 
 
-def _build_reader_notebook(app, docname):
-    from engine_cache import shown_notebook
-    from notebook_refs import Resolver
+def _reader_notebook(app, docname):
+    """The reader's notebook of `docname`, made once per build (the page, the archive)."""
+    from engine_cache import per_build, shown_notebook
+    from notebook_markdown import References
 
-    nb, glue, _ = shown_notebook(app, docname)
-    if nb is None:
-        return None
-    return reader_notebook(nb, app.env.doc2path(docname), app.srcdir, glue,
-                           Resolver(app.env, docname, app.srcdir))
+    def make(app, docname):
+        nb, glue, _ = shown_notebook(app, docname)
+        return None if nb is None else reader_notebook(
+            nb, app.env.doc2path(docname), app.srcdir, glue, References(app, docname))
 
-
-def _reader_notebook_once(app, docname):
-    """The reader's notebook of `docname`, converted once per build, for the page and the archive."""
-    from engine_cache import per_build
-
-    return per_build(app, "reader_notebooks", docname, _build_reader_notebook)
+    return per_build(app, "reader_notebooks", docname, make)
 
 
 def _page_context(app, pagename, templatename, context, doctree):
     """Offer the executed notebook in the download menu of every notebook page."""
-    if app.builder.format != "html" or pagename not in app.env.found_docs:
-        return
-    if "kernelspec" not in app.env.metadata.get(pagename, {}):
-        return
-    if _reader_notebook_once(app, pagename) is None:
-        return
-    context["ipynb_source"] = f"{pagename}.ipynb"  # written by _build_finished
+    if (app.builder.name == "html" and pagename in app.env.found_docs
+            and "kernelspec" in app.env.metadata.get(pagename, {})
+            and _reader_notebook(app, pagename) is not None):
+        context["ipynb_source"] = f"{pagename}.ipynb"  # written by _build_finished
 
 
 def _build_finished(app, exception):
     from book_config import notebook_docnames
 
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or app.builder.name != "html":  # not the PDF's one page
         return
-    notebooks = []
+    notebooks = {}
     for docname in notebook_docnames(app.env):
-        nb = _reader_notebook_once(app, docname)
-        if nb is None:
-            continue
-        target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(nbformat.writes(nb), encoding="utf-8")
-        notebooks.append((notebook_name(docname), nb))
-    root = Path(app.srcdir)
-    write_archive(Path(app.outdir) / ARCHIVE, notebooks, root)
+        nb = _reader_notebook(app, docname)
+        if nb is not None:
+            target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            notebooks[notebook_name(docname)] = nbformat.writes(nb)
+            target.write_text(notebooks[notebook_name(docname)], encoding="utf-8")
+    write_archive(Path(app.outdir) / ARCHIVE, notebooks, Path(app.srcdir))
 
 
 def setup(app):
