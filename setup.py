@@ -5,9 +5,9 @@ chapter that introduces it (book/_ext/snapshots.py), the book's authoring format
 module goes into the wheel as the last chapter's snapshot has it, without the markers and
 the lines later chapters replaced.
 
-`pip install -e .` reads engine/ as it is, and also puts book/_ext on sys.path, so that the
-book's scripts (tests/verifier.py, tests/benchmarks/run.py, book/_ext/book_pdf.py) import
-its tooling by name, a module added there included.
+`pip install -e .` reads engine/ as it is, and also makes the book's tooling, book/_ext,
+importable by name, so that the book's scripts (tests/verifier.py, tests/numerics.py,
+tests/benchmarks/run.py) import it from any folder.
 """
 
 import functools
@@ -60,20 +60,40 @@ class BuildFinishedEngine(build_py):
         return outfile, copied
 
 
+# Searched after everything on sys.path, not put on it: a book built from another folder
+# (a test's copy, another worktree) still imports the tooling of its own _config.yml, which
+# jupyter-book appends to sys.path. Searched afresh each time: a module added is found.
+TOOLING_FINDER = f"""\
+\"""The book's tooling, book/_ext, importable by name (setup.py, `pip install -e .`).\"""
+import sys
+from importlib.machinery import PathFinder
+
+
+class BookTooling:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        return None if path else PathFinder.find_spec(name, [{str(TOOLING)!r}])
+
+
+sys.meta_path.append(BookTooling)
+"""
+
+
 class EditableWithTooling(editable_wheel):
-    # setuptools picks how an editable install finds `engine` (a finder on sys.meta_path,
-    # which the snapshots' sitecustomize looks for); this adds one .pth line to it
+    # setuptools picks how the install finds `engine` (a finder on sys.meta_path, which the
+    # snapshots' sitecustomize takes away in kernels); this adds the tooling's finder to it
     def _select_strategy(self, name, tag, build_lib):
-        return WithToolingPath(super()._select_strategy(name, tag, build_lib))
+        return WithTooling(super()._select_strategy(name, tag, build_lib))
 
 
-class WithToolingPath:
+class WithTooling:
     def __init__(self, strategy):
         self.strategy = strategy
 
     def __call__(self, wheel, files, mapping):
         self.strategy(wheel, files, mapping)
-        wheel.writestr("autodiff_book_tooling.pth", f"{TOOLING}\n")
+        wheel.writestr("autodiff_book_tooling.py", TOOLING_FINDER)
+        wheel.writestr("autodiff_book_tooling.pth", "import autodiff_book_tooling\n")
 
     def __enter__(self):
         self.strategy.__enter__()
