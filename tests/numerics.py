@@ -24,14 +24,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-import sys
 import tempfile
 from pathlib import Path
 
-if __name__ == "__main__":  # run as a script: the book's modules, where pytest's pythonpath has them
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-
-from execution import probe  # noqa: E402  (what a process with these variables gets: the build's own)
+from execution import probe  # what a process with these variables gets: the build's own
 
 TESTS = Path(__file__).resolve().parent
 
@@ -120,12 +116,15 @@ def perturbation_profile() -> Path:
     folder = Path(tempfile.gettempdir()) / f"engine-perturbation-ipython-{os.getuid()}"
     startup = folder / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
+    # loads tests/perturbation.py by its path: the kernel's sys.path stays the book's
     script = (
-        "import os as _os, sys as _sys\n"
-        f"_sys.path.insert(0, {str(TESTS)!r})\n"
-        "import perturbation as _perturbation\n"
+        "import importlib.util as _util, os as _os\n"
+        "_spec = _util.spec_from_file_location('perturbation', "
+        f"{str(TESTS / 'perturbation.py')!r})\n"
+        "_perturbation = _util.module_from_spec(_spec)\n"
+        "_spec.loader.exec_module(_perturbation)\n"
         "_perturbation.install(int(_os.environ['ENGINE_PERTURB_SEED']))\n"
-        "del _sys.path[0], _os, _sys, _perturbation\n"
+        "del _util, _os, _spec, _perturbation\n"
     )
     path = startup / "00-perturb-engine.py"
     if not path.exists() or path.read_text() != script:

@@ -30,17 +30,17 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if __name__ == "__main__":  # run as a script: the book's modules, where pytest's pythonpath has them
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+# the book's tooling, book/_ext: on sys.path in pytest (pyproject.toml) and, for this script,
+# after `pip install -e .` (setup.py)
+import book_config
+import cells
+import checks
+import comparison
+import engine_cache
+import execution
+import rewrite as rewriter
 
-import book_config  # noqa: E402
-import cells  # noqa: E402
-import checks  # noqa: E402
-import comparison  # noqa: E402
-import engine_cache  # noqa: E402
-import execution  # noqa: E402
-import rewrite as rewriter  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def build_dir(root=ROOT) -> Path:

@@ -103,9 +103,8 @@ ENGINE_BEFORE = ROOT / "book" / "data" / "engine-before-fast.json"
 # how they moved from run to run, which one stored run cannot show
 HISTORY = ROOT / "book" / "data" / "benchmark-runs.json"
 KEPT_RUNS = 10
-sys.path.insert(0, str(HERE))
 
-import workloads as W  # noqa: E402
+import workloads as W  # noqa: E402  (beside this script)
 
 SCHEMA = 1
 CHECK_TOLERANCE = 1e-12  # largest |gradient - floor| over the largest |floor entry|
@@ -383,8 +382,7 @@ def now():
 
 def engine_before(root=ROOT):
     """{"chapter", "hash", "files"}: the snapshot of chapter `memory` (book/_ext/snapshots.py)."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import snapshots
+    import snapshots  # book/_ext, on sys.path after `pip install -e .` (setup.py)
 
     return {"chapter": "memory", "hash": snapshots.snapshot_hash("memory", root),
             "files": snapshots.snapshot_files("memory", root)}
@@ -419,8 +417,7 @@ def write_engine_before(path=ENGINE_BEFORE):
 
 def memory_snapshot(root, folder):
     """The engine as chapter `memory` leaves it, written under `folder` (snapshots.py)."""
-    sys.path.insert(0, str(ROOT / "book" / "_ext"))
-    import snapshots
+    import snapshots  # book/_ext, on sys.path after `pip install -e .` (setup.py)
 
     return snapshots.snapshot_folder("memory", folder, root=root)
 
@@ -578,8 +575,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
         section["rebuilds"] = rebuilds_seconds
         section["rebuild"] = statistics.median(rebuilds_seconds)
 
-        sys.path.insert(0, str(copy / "book" / "_ext"))
-        import book_config
+        import book_config  # the working tree's tooling, reading the copy's chapters
         import cells
         import execution
 
