@@ -8,6 +8,8 @@ import posixpath
 import zipfile
 from pathlib import Path
 
+import snapshots
+
 from book_config import RUNTIME_PINS
 
 ARCHIVE = "downloads/autodiff-book.zip"
@@ -65,9 +67,8 @@ def write_archive(out_zip, notebooks, root):
     root, out_zip = Path(root), Path(out_zip)
     files = {"README.md": README, "pyproject.toml": (root / "pyproject.toml").read_text(),
              "requirements.txt": (root / RUNTIME_PINS).read_text()}
-    for path in sorted((root / "engine").rglob("*.py")):
-        if "__pycache__" not in path.parts:
-            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    # the finished engine, as the wheel has it: no chapter markers, no replaced lines
+    files.update(snapshots.snapshot_files(snapshots.chapter_order(root)[-1], root))
     files.update({f"notebooks/{name}": text for name, text in notebooks.items()})
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_zip.with_suffix(".zip.tmp")
