@@ -28,6 +28,7 @@ import cells
 import checks
 import comparison
 import notebooks
+import snapshots
 from site_pages import BuildFailed, build_site
 from support import background
 from support.books import chapter_docnames
@@ -126,6 +127,20 @@ def test_every_chapter_is_in_the_archive_as_on_its_page(site, archive):
         assert archive.read(inside).decode() == page_copy.read_text(), (
             f"{docname}: the archive's notebook differs from the page's download")
     assert len(names) == len(chapter_docnames())
+
+
+@pytest.mark.slow
+def test_archive_engine_is_the_finished_engine(archive):
+    """The archive's engine/ is the finished engine, as the wheel has it: the last chapter's
+    snapshot, with no chapter marker and no commented-out replaced line."""
+    top = archive.namelist()[0].split("/")[0]
+    shipped = {name[len(top) + 1:]: archive.read(name).decode()
+               for name in archive.namelist() if name.startswith(f"{top}/engine/")}
+    assert shipped == snapshots.snapshot_files(snapshots.chapter_order()[-1])
+    for name, text in shipped.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            assert not (snapshots._ADDED.match(line) or snapshots._REPLACED.match(line)), (
+                f"{name}:{number}: a chapter marker in the archive: {line}")
 
 
 @pytest.mark.slow
