@@ -458,3 +458,201 @@ def test_second_derivatives_of_every_operation_match_pytorch(case, data, seed):
     compare_second(engine_fn, torch_fn, inputs, rng, ", alone")
     compare_second(wrapped(engine_fn, which), wrapped(torch_fn, which), inputs, rng,
                    ", inside a smooth program")
+
+
+# -- kinks and ties: PyTorch's conventions, to second order ----------------------------
+
+ZEROS = np.array([[-1.5, 0.0, 2.0], [0.0, 0.5, -0.0]])
+TIES = np.array([[2.0, 2.0, -1.0], [0.5, -3.0, 0.5]])
+
+
+def on_both(name):
+    """The same function for the engine and for PyTorch, by method name."""
+    return lambda t: getattr(t, name)()
+
+
+KINKS = {
+    "relu at 0": ([ZEROS], on_both("relu"), on_both("relu")),
+    "abs at 0": ([ZEROS], on_both("abs"), on_both("abs")),
+    "max ties, every axis": ([TIES], lambda t: t.max(), lambda t: torch.amax(t)),
+    "max ties, axis 1": ([TIES], lambda t: t.max(axis=1), lambda t: torch.amax(t, 1)),
+    "max ties, axis 0 kept": ([np.array([[1.0, 2.0], [1.0, 0.0]])],
+                              lambda t: t.max(axis=0, keepdims=True),
+                              lambda t: torch.amax(t, 0, keepdim=True)),
+    "min ties": ([-TIES], lambda t: t.min(axis=1), lambda t: torch.amin(t, 1)),
+    "maximum at a tie": ([TIES, np.array([2.0, 1.0, -1.0])], engine.maximum, torch.maximum),
+    "minimum at a tie": ([TIES, np.array([2.0, 1.0, -1.0])], engine.minimum, torch.minimum),
+    "clip at its bounds": ([np.array([-1.0, -0.5, 0.0, 0.5, 1.0])],
+                           lambda t: t.clip(-0.5, 0.5), lambda t: t.clamp(-0.5, 0.5)),
+    "x ** 2 at 0": ([ZEROS], lambda t: t ** 2, lambda t: t ** 2),
+    "x ** 3 at 0": ([ZEROS], lambda t: t ** 3, lambda t: t ** 3),
+    "x ** 1 at 0": ([ZEROS], lambda t: t ** 1, lambda t: t ** 1),
+    "x ** 0 at 0": ([ZEROS], lambda t: t ** 0, lambda t: t ** 0),
+    "relu of a tie at 0 inside max": ([np.array([0.0, 0.0, -1.0])],
+                                      lambda t: t.relu().max(), lambda t: torch.amax(t.relu())),
+}
+CATALOGUE_KINKS = {"min ties", "maximum at a tie", "minimum at a tie", "clip at its bounds"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.chapter("catalogue"))
+                                  if n in CATALOGUE_KINKS else n for n in KINKS])
+def test_second_derivatives_at_kinks_and_ties_follow_pytorch(name):
+    inputs, engine_fn, torch_fn = KINKS[name]
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        compare_second(engine_fn, torch_fn, inputs, rng, ", alone")
+        compare_second(lambda *ts: post(engine_fn(*ts)), lambda *ts: post(torch_fn(*ts)),
+                       inputs, rng, ", then z sin z")
+
+
+# -- deliberate differences: where PyTorch's double backward gives nan -----------------
+# In each case PyTorch's first derivative is a finite convention (0), but its double
+# backward computes through the 0 / 0 or 0 * log 0 that the convention avoided, and gives
+# nan. The engine's second derivatives keep the convention (its masks are constants), so
+# they are the derivatives of the first derivatives it returns: finite, pinned here.
+
+
+def engine_second(f, inputs, u, vs):
+    """engine_double_backward's results as arrays (zeros for None)."""
+    y, gs, second = engine_double_backward(f, inputs, u, vs)
+    shapes_ = [np.shape(a) for a in inputs] + [np.shape(u)]
+    return ([np.zeros(np.shape(a)) if g is None else g.data for g, a in zip(gs, inputs)],
+            [np.zeros(s) if h is None else h.data for h, s in zip(second, shapes_)])
+
+
+def test_difference_x_to_a_tensor_power_at_0():
+    x, p = np.zeros(3), np.array([0.0, 2.0, 3.0])
+    f = lambda x, p: (x ** p).sum()  # noqa: E731
+    # the Hessian of sum(x ** p) in (x, p), one HVP per unit vector: at x = 0 the slope
+    # in p is 0 (the engine's convention, and PyTorch's first derivative), so every mixed
+    # and p-p entry is 0; d2/dx2 x ** p is p (p - 1) x ** (p - 2): 0, 2 and 0 here
+    hessian_rows = []
+    for i in range(6):
+        v = np.zeros(6)
+        v[i] = 1.0
+        _, (h_x, h_p, _) = engine_second(f, [x, p], np.array(1.0), [v[:3], v[3:]])
+        hessian_rows.append(np.concatenate([h_x, h_p]))
+    expected = np.zeros((6, 6))
+    expected[1, 1] = 2.0
+    np.testing.assert_array_equal(np.array(hessian_rows), expected)
+    _, _, second_t = torch_double_backward(f, [x, p], np.array(1.0),
+                                           [np.ones(3), np.ones(3)])
+    assert np.isnan(second_t[0].detach().numpy()).any()  # PyTorch: 0 * log 0 in the mixed term
+
+
+@pytest.mark.chapter("catalogue")
+def test_difference_std_of_equal_entries():
+    x = np.array([[1.5, 1.5, 1.5], [0.0, 1.0, 2.0]])
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=2), rng.normal(size=x.shape)
+    f = lambda t: t.std(axis=1)  # noqa: E731
+    (g,), (h_x, j_v) = engine_second(f, [x], u, [v])
+    _, gs_t, (h_x_t, j_v_t) = torch_double_backward(lambda t: t.std(dim=1), [x], u, [v])
+    assert_close(g, gs_t[0], "first derivative")  # 0 on the row of equal entries, in both
+    np.testing.assert_array_equal(g[0], 0.0)
+    # the row of equal entries: the engine's second derivatives are 0, PyTorch's nan
+    np.testing.assert_array_equal(h_x[0], 0.0)
+    assert j_v[0] == 0.0 and np.isnan(j_v_t[0].item())
+    assert_close(h_x[1], h_x_t[1], "H v on the other row")
+    assert_close(j_v[1], j_v_t[1], "J v on the other row")
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+def test_difference_mean_over_no_rows(loss):
+    logits, targets = np.array([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]]), np.array([-100, -100])
+    mine, theirs = getattr(F, loss), getattr(torch.nn.functional, loss)
+    rng = np.random.default_rng(0)
+    u, v = np.array(rng.normal()), rng.normal(size=logits.shape)
+    y, (g,), (h, j_v) = engine_double_backward(lambda t: mine(t, targets), [logits], u, [v])
+    y_t, (g_t,), (h_t, j_v_t) = torch_double_backward(
+        lambda t: theirs(t, torch.from_numpy(targets)), [logits], u, [v])
+    assert np.isnan(y.data) and np.isnan(y_t.item())  # a mean over no rows: nan, in both
+    assert_close(g, g_t, "first derivative: 0 in both")
+    assert h is None or not np.any(h.data)  # no second derivative in x, in both
+    assert not torch.any(h_t) if h_t is not None else True
+    assert j_v is None or j_v.item() == 0.0  # the engine: g = 0 u, so dg/du = 0
+    assert np.isnan(j_v_t.item())  # PyTorch: the 0 / 0 of the mean
+
+
+# -- random programs ------------------------------------------------------------------
+# The generator of tests/support/programs.py, as tests/test_against_torch.py runs it (seeds
+# 0 to 399) and tests/test_random_programs.py (from 10 000): here seeds from 20 000. Its
+# programs apply relu, abs and max only to exact values, with ties and zeros, where the
+# libraries' conventions agree to second order too (the masks are constants in both).
+
+N_PROGRAMS = 400
+FIRST_SEED = 20_000
+
+
+def program_seeds(block, blocks=4):
+    return range(FIRST_SEED + block * N_PROGRAMS // blocks,
+                 FIRST_SEED + (block + 1) * N_PROGRAMS // blocks)
+
+
+def test_the_programs_cover_every_operation_of_the_generator():
+    seen = set().union(*(Program(seed).names() for block in range(4)
+                         for seed in program_seeds(block)))
+    assert seen == programs.every_name() | {"input"}
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_random_programs_second_derivatives_match_pytorch(block):
+    for seed in program_seeds(block):
+        program = Program(seed)
+        compare_second(lambda *ts: program.run(list(ts), programs.ENGINE),
+                       lambda *ts: program.run(list(ts), programs.TORCH),
+                       program.inputs, np.random.default_rng(seed),
+                       f", program {seed}: {program.labels()}")
+
+
+# -- gradgradcheck --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+@examples(4)
+@given(data=st.data(), seed=st.integers(0, 2**31))
+def test_gradgradcheck_passes_on_every_operation(case, data, seed):
+    rng = np.random.default_rng(seed)
+    inputs, engine_fn, _, which = case(data.draw, rng)
+    assert gradgradcheck(engine_fn, [Tensor(a) for a in inputs], seed=seed % 1000)
+    assert gradgradcheck(wrapped(engine_fn, which), [Tensor(a) for a in inputs])
+
+
+def square_with_rule(graph_rule):
+    """x * x as one operation whose create_graph branch is `graph_rule(x, y_bar)`."""
+    def square(x):
+        def backward_fn(y_bar, out=None):
+            if out is not None:
+                return (graph_rule(x, y_bar),)
+            return (2.0 * x.data * y_bar,)
+        return x._result(x.data * x.data, (x,), "square", backward_fn)
+    return square
+
+
+RIGHT = square_with_rule(lambda x, y_bar: 2.0 * x * y_bar)
+# the array rule's value, as a constant: right in y_bar, but x's own slope 2 is lost
+CONSTANT_IN_X = square_with_rule(lambda x, y_bar: Tensor(2.0 * x.data, requires_grad=False)
+                                 * y_bar)
+WRONG_SLOPE = square_with_rule(lambda x, y_bar: 2.0 * x * x * y_bar)  # 2 x^2, not 2 x
+
+
+def test_gradgradcheck_fails_on_a_wrong_second_derivative():
+    x = Tensor(np.array([0.5, -1.25, 2.0]))
+    assert engine.gradcheck(RIGHT, [x]) and gradgradcheck(RIGHT, [x])
+    # the first derivative is right, so gradcheck passes; the second is not
+    assert engine.gradcheck(CONSTANT_IN_X, [x])
+    with pytest.raises(GradcheckError, match="second derivatives of input 0"):
+        gradgradcheck(CONSTANT_IN_X, [x])
+    # a graph rule whose first derivative is wrong (the array rule, which gradcheck checks,
+    # is right): its own derivatives are consistent with it, so only comparing the
+    # gradient it returns with central differences of f finds it
+    with pytest.raises(GradcheckError, match="the gradient of input 0 from a create_graph"):
+        gradgradcheck(lambda t: WRONG_SLOPE(t).sin(), [x])
+    # and the engine's own second derivative agrees with PyTorch's where gradgradcheck does
+    x_t = torch.tensor(x.data, requires_grad=True)
+    (g_t,) = torch.autograd.grad((x_t * x_t).sum(), x_t, create_graph=True)
+    (h_t,) = torch.autograd.grad(g_t.sum(), x_t)
+    y = Tensor(x.data)
+    (g,) = engine.grad(RIGHT(y).sum(), y, create_graph=True)
+    (h,) = engine.grad(g.sum(), y)
+    assert_close(h, h_t, "d2/dx2 sum x^2 = 2")
