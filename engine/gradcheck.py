@@ -101,7 +101,9 @@ def gradgradcheck(f, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3, 
     The VJP of f, (inputs, v) -> J(inputs)^T v, computed by `grad` with create_graph=True,
     is a function like any other: each of its outputs (one per input of f) is checked by
     `gradcheck` against central differences, in every input of f and in v. The seed v is
-    `grad_outputs`, or random (with `seed`) when None. Returns True or raises GradcheckError.
+    `grad_outputs`, or random (with `seed`) when None. The VJP itself is first compared
+    with central differences of f: a closure's create_graph rule is code of its own, which
+    `gradcheck` (an ordinary sweep) never runs. Returns True or raises GradcheckError.
     """
     from .higher import grad
     from .tensor import Tensor
@@ -111,12 +113,24 @@ def gradgradcheck(f, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3, 
         rng = np.random.default_rng(seed)
         grad_outputs = rng.standard_normal(np.shape(f(*inputs).data))
     v = Tensor(grad_outputs.data if isinstance(grad_outputs, Tensor) else grad_outputs)
+    numeric = numerical_jacobians(f, inputs, eps)
     for k in range(len(inputs)):
         def vjp_k(*args, k=k):  # args: the inputs of f, then v
             return grad(f(*args[:-1]), args[:-1], args[-1], create_graph=True,
                         allow_unused=True)[k]
 
-        if vjp_k(*inputs, v) is None:
+        first = vjp_k(*inputs, v)
+        expected = (np.zeros(np.shape(inputs[k].data)) if numeric[k] is None else
+                    (numeric[k].T @ np.ravel(v.data)).reshape(np.shape(inputs[k].data)))
+        got = np.zeros_like(expected) if first is None else first.data
+        excess = np.abs(got - expected) - (atol + rtol * np.abs(expected))
+        if excess.size and excess.max() > 0:
+            i = np.unravel_index(np.argmax(excess), excess.shape)
+            raise GradcheckError(
+                f"the gradient of input {k} from a create_graph sweep disagrees with central "
+                f"differences at entry {tuple(int(t) for t in i)}: {got[i]:.6g} against "
+                f"{expected[i]:.6g}")
+        if first is None:
             continue  # f does not depend on input k: nothing to check
         try:
             gradcheck(vjp_k, [*inputs, v], eps, atol, rtol)
