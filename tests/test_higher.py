@@ -656,3 +656,339 @@ def test_gradgradcheck_fails_on_a_wrong_second_derivative():
     (g,) = engine.grad(RIGHT(y).sum(), y, create_graph=True)
     (h,) = engine.grad(g.sum(), y)
     assert_close(h, h_t, "d2/dx2 sum x^2 = 2")
+
+
+# -- a third derivative, by three nested calls -----------------------------------------
+
+
+def test_third_derivative_of_x2_sin_x_by_three_nested_calls():
+    a = 1.3
+    x = Tensor(a)
+    y = x * x * x.sin()
+    (d1,) = engine.grad(y, x, create_graph=True)
+    (d2,) = engine.grad(d1, x, create_graph=True)
+    (d3,) = engine.grad(d2, x)
+    s, c = math.sin(a), math.cos(a)
+    exact = [2 * a * s + a * a * c,  # f' = 2x sin x + x^2 cos x
+             2 * s + 4 * a * c - a * a * s,  # f'' = 2 sin x + 4x cos x - x^2 sin x
+             6 * c - 6 * a * s - a * a * c]  # f''' = 6 cos x - 6x sin x - x^2 cos x
+    for order, (d, e) in enumerate(zip([d1, d2, d3], exact), start=1):
+        assert abs(float(d.data) - e) <= 1e-10 * max(1.0, abs(e)), (order, float(d.data), e)
+    assert not d3.requires_grad  # the last call had no create_graph: a constant
+    # x ** 2 spelled as a power gives the same numbers
+    x = Tensor(a)
+    (d1,) = engine.grad((x ** 2) * x.sin(), x, create_graph=True)
+    (d2,) = engine.grad(d1, x, create_graph=True)
+    (d3,) = engine.grad(d2, x)
+    assert abs(float(d3.data) - exact[2]) <= 1e-10 * abs(exact[2])
+    x_t = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+    (t1,) = torch.autograd.grad(x_t ** 2 * x_t.sin(), x_t, create_graph=True)
+    (t2,) = torch.autograd.grad(t1, x_t, create_graph=True)
+    (t3,) = torch.autograd.grad(t2, x_t)
+    assert_close(d3, t3, "f''' against PyTorch's", 1e-12)
+
+
+def test_fourth_derivatives_of_every_smooth_unary_operation_match_pytorch():
+    x0 = np.array([0.3, 0.7, 1.6])
+    for name in ["exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt"]:
+        x, x_t = Tensor(x0), torch.tensor(x0, requires_grad=True)
+        g, g_t = getattr(x, name)(), getattr(x_t, name)()
+        for order in range(1, 5):
+            (g,) = engine.grad(g.sum(), x, create_graph=order < 4)
+            (g_t,) = torch.autograd.grad(g_t.sum(), x_t, create_graph=order < 4)
+            assert_close(g, g_t, f"derivative {order} of {name}")
+
+
+# -- Jacobians, Hessians, HVP, JVP, VJP against torch.autograd.functional --------------
+
+
+def scalar_function(lib):
+    """A function of a (2, 3) tensor with one entry, for hessian and hvp."""
+    lse = F.logsumexp if lib == "engine" else (lambda t, axis: torch.logsumexp(t, axis))
+
+    def f(x):
+        flat = x.reshape(-1)
+        return ((flat ** 3).sum() * 0.1 + (flat[:-1] * flat[1:]).sin().sum()
+                + lse(x, axis=1).sum() + (x @ x.T).tanh().mean())
+    return f
+
+
+def vector_function(lib):
+    """A function from (2, 3) to (2, 2), for jacobian, jvp and vjp."""
+    def f(x):
+        return (x @ x.T).sin() + x[:, :2].exp() * x[:, 1:].sum()
+    return f
+
+
+X0 = np.array([[0.5, -1.2, 0.3], [1.1, 0.4, -0.7]])
+
+
+def test_hessian_matches_pytorch():
+    h = hessian(scalar_function("engine"), X0)
+    h_t = torch.autograd.functional.hessian(scalar_function("torch"), torch.tensor(X0))
+    assert h.shape == (2, 3, 2, 3) and not h.requires_grad
+    assert_close(h, h_t, "hessian")
+    np.testing.assert_allclose(h.data.reshape(6, 6), h.data.reshape(6, 6).T, atol=1e-13)
+
+
+@pytest.mark.parametrize("by", ["rows", "columns"])
+def test_jacobian_by_rows_and_by_columns_matches_pytorch(by):
+    j = jacobian(vector_function("engine"), X0, by=by)
+    j_t = torch.autograd.functional.jacobian(vector_function("torch"), torch.tensor(X0))
+    assert j.shape == (2, 2, 2, 3)
+    assert_close(j, j_t, f"jacobian by {by}", FIRST_RTOL)
+
+
+def test_jacobian_of_a_0d_output_and_of_a_0d_input():
+    for f, x in [(lambda t: (t * t).sum(), X0), (lambda t: t * t.sin(), np.array(0.7)),
+                 (lambda t: (t * t.sin()).reshape(1, 1), np.array(0.7))]:
+        j_t = torch.autograd.functional.jacobian(f, torch.tensor(x))
+        for by in ["rows", "columns"]:
+            assert_close(jacobian(f, x, by=by), j_t, f"jacobian by {by}", FIRST_RTOL)
+
+
+def test_hvp_jvp_vjp_match_pytorch():
+    rng = np.random.default_rng(1)
+    v, u = rng.normal(size=X0.shape), rng.normal(size=(2, 2))
+    fs, ft = scalar_function("engine"), scalar_function("torch")
+    y, h_v = hvp(fs, X0, v)
+    y_t, h_v_t = torch.autograd.functional.hvp(ft, torch.tensor(X0), torch.tensor(v))
+    assert_close(y, y_t, "hvp's value", FIRST_RTOL)
+    assert_close(h_v, h_v_t, "hvp")
+    assert not y.requires_grad and not h_v.requires_grad
+    fs, ft = vector_function("engine"), vector_function("torch")
+    y, j_v = jvp(fs, X0, v)
+    y_t, j_v_t = torch.autograd.functional.jvp(ft, torch.tensor(X0), torch.tensor(v))
+    assert_close(y, y_t, "jvp's value", FIRST_RTOL)
+    assert_close(j_v, j_v_t, "jvp")
+    y, j_u = vjp(fs, X0, u)
+    y_t, j_u_t = torch.autograd.functional.vjp(ft, torch.tensor(X0), torch.tensor(u))
+    assert_close(j_u, j_u_t, "vjp", FIRST_RTOL)
+    # a Tensor given as x is not touched: the functions work on a copy
+    x = Tensor(X0)
+    hvp(scalar_function("engine"), x, v)
+    assert x.grad is None and np.array_equal(x.data, X0)
+
+
+def test_functional_helpers_say_what_is_wrong_with_a_vector():
+    with pytest.raises(ValueError, match=r"v of shape \(3,\) does not fit shape \(2, 3\)"):
+        hvp(scalar_function("engine"), X0, np.ones(3))
+    with pytest.raises(ValueError, match=r"u of shape \(2,\)"):
+        vjp(vector_function("engine"), X0, np.ones(2))
+    with pytest.raises(ValueError, match="by must be 'rows' or 'columns'"):
+        jacobian(vector_function("engine"), X0, by="diagonal")
+
+
+# -- backward(create_graph=True) and grad: PyTorch's semantics --------------------------
+
+
+def both(values):
+    return Tensor(values), torch.tensor(values, dtype=torch.float64, requires_grad=True)
+
+
+def torch_backward_with_graph(y_t):
+    """y_t.backward(create_graph=True), without PyTorch's warning about the reference cycle
+    between a parameter and its grad (the engine's grads have none to warn about)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        y_t.backward(create_graph=True)
+
+
+def test_backward_with_create_graph_accumulates_leaf_grads_as_pytorch():
+    x, x_t = both([1.0, -2.0, 0.5])
+    (x ** 3).sum().backward(create_graph=True)
+    torch_backward_with_graph((x_t ** 3).sum())
+    assert isinstance(x.grad, Tensor) and x.grad.requires_grad and x_t.grad.requires_grad
+    assert_close(x.grad, x_t.grad, "3 x^2")
+    first = x.grad
+    (x.sin() * x).sum().backward(create_graph=True)  # a second backward adds, out of place
+    torch_backward_with_graph((x_t.sin() * x_t).sum())
+    assert_close(x.grad, x_t.grad, "3 x^2 + sin x + x cos x")
+    assert_close(first, 3 * x.data ** 2, "the first grad tensor is not written into")
+    # the accumulated grad has a graph through both terms
+    (h,) = engine.grad(x.grad.sum(), x)
+    (h_t,) = torch.autograd.grad(x_t.grad.sum(), x_t)
+    assert_close(h, h_t, "6 x + 2 cos x - x sin x")
+
+
+def test_a_backward_through_x_grad_adds_into_x_grad_as_pytorch():
+    x, x_t = both([1.0, 2.0])
+    (x ** 3).sum().backward(create_graph=True)
+    torch_backward_with_graph((x_t ** 3).sum())
+    x.grad.sum().backward()  # d/dx sum 3 x^2 = 6 x, added into x.grad = 3 x^2
+    x_t.grad.sum().backward()
+    assert_close(x.grad, x_t.grad, "3 x^2 + 6 x")
+    np.testing.assert_array_equal(np.asarray(getattr(x.grad, "data", x.grad)), [9.0, 24.0])
+
+
+def test_retain_graph_defaults_to_create_graph():
+    x, x_t = both([0.5, 1.5])
+    y, y_t = (x.exp() * x).sum(), (x_t.exp() * x_t).sum()
+    engine.grad(y, x, create_graph=True)  # retains: the graph can be swept again
+    torch.autograd.grad(y_t, x_t, create_graph=True)
+    (g,), (g_t,) = engine.grad(y, x), torch.autograd.grad(y_t, x_t)  # frees it
+    assert_close(g, g_t, "a second sweep of a retained graph")
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(y_t, x_t)
+    with pytest.raises(RuntimeError, match="freed|second time|released"):
+        engine.grad(y, x)
+    # retain_graph=False beats create_graph's default, in both
+    y, y_t = (x.exp() * x).sum(), (x_t.exp() * x_t).sum()
+    engine.grad(y, x, create_graph=True, retain_graph=False)
+    torch.autograd.grad(y_t, x_t, create_graph=True, retain_graph=False)
+    with pytest.raises(RuntimeError):
+        torch.autograd.grad(y_t, x_t)
+    with pytest.raises(RuntimeError):
+        engine.grad(y, x)
+    # and backward's create_graph retains too
+    y = (x.exp() * x).sum()
+    y.backward(create_graph=True)
+    y.backward()
+    (g,) = torch.autograd.grad((x_t.exp() * x_t).sum(), x_t)
+    assert_close(x.grad, 2 * g, "two backward sweeps of one graph add")
+
+
+def test_grad_leaves_every_grad_untouched():
+    x, x_t = both([0.5, 1.5])
+    w = Tensor([2.0, -1.0])
+    w.grad = np.array([7.0, 7.0])
+    y = (x * w).tanh().sum()
+    gx, gw = engine.grad(y, [x, w], create_graph=True)
+    assert x.grad is None and np.array_equal(w.grad, [7.0, 7.0])
+    engine.grad(gx.sum(), [x, w])
+    assert x.grad is None and np.array_equal(w.grad, [7.0, 7.0])
+    # nor the grads of the results in between
+    assert y.grad is None
+
+
+def test_allow_unused_gives_none_as_pytorch():
+    (x, x_t), (z, z_t) = both([1.0, 2.0]), both([3.0])
+    y, y_t = (x * x).sum(), (x_t * x_t).sum()
+    gx, gz = engine.grad(y, [x, z], allow_unused=True, retain_graph=True)
+    gx_t, gz_t = torch.autograd.grad(y_t, [x_t, z_t], allow_unused=True, retain_graph=True)
+    assert gz is None and gz_t is None
+    assert_close(gx, gx_t, "2 x")
+    # a second derivative that does not depend on x: None, in both (2 x -> 2, constant)
+    (g,) = engine.grad(y, x, create_graph=True)
+    (g_t,) = torch.autograd.grad(y_t, x_t, create_graph=True)
+    (h,) = engine.grad(g.sum(), x, retain_graph=True)
+    (h_t,) = torch.autograd.grad(g_t.sum(), x_t)
+    assert_close(h, h_t, "2")
+    (h, hz) = engine.grad(g.sum(), [x, z], allow_unused=True)
+    assert hz is None
+    with pytest.raises(RuntimeError, match="input 1 is not used.*allow_unused=True"):
+        engine.grad((x * x).sum(), [x, z])
+    with pytest.raises(RuntimeError, match="not have been used in the graph"):
+        torch.autograd.grad((x_t * x_t).sum(), [x_t, z_t])
+
+
+def test_grad_with_respect_to_an_intermediate_and_to_one_input_twice():
+    x, x_t = both([0.3, -0.8])
+    h, h_t = x.sin(), x_t.sin()
+    y, y_t = (h * h * x).sum(), (h_t * h_t * x_t).sum()
+    mine = engine.grad(y, [h, x, x], create_graph=True)
+    theirs = torch.autograd.grad(y_t, [h_t, x_t, x_t], create_graph=True)
+    for k, (g, g_t) in enumerate(zip(mine, theirs)):
+        assert_close(g, g_t, f"gradient {k}")
+    (s,), (s_t,) = engine.grad(mine[0].sum(), x), torch.autograd.grad(theirs[0].sum(), x_t)
+    assert_close(s, s_t, "the intermediate's gradient, differentiated")
+
+
+def test_grad_outputs_as_tensors_that_need_a_gradient_get_one():
+    x, x_t = both([0.3, -0.8, 1.1])
+    u, u_t = both([1.0, 2.0, -1.0])
+    (g,) = engine.grad(x.tanh(), x, u, create_graph=True)
+    (g_t,) = torch.autograd.grad(x_t.tanh(), x_t, u_t, create_graph=True)
+    gu, gx = engine.grad((g * g).sum(), [u, x])
+    gu_t, gx_t = torch.autograd.grad((g_t * g_t).sum(), [u_t, x_t])
+    assert_close(gu, gu_t, "through the seed")
+    assert_close(gx, gx_t, "through x")
+    # several outputs, one seed each (None: ones, for a scalar), and an output also an input
+    a, a_t = x.exp().sum(), x_t.exp().sum()
+    b, b_t = x * 2.0, x_t * 2.0
+    mine = engine.grad([a, b, x], x, [None, np.array([1.0, 0.0, 2.0]), np.ones(3)])
+    (theirs,) = torch.autograd.grad([a_t, b_t, x_t], x_t,
+                                    [None, torch.tensor([1.0, 0.0, 2.0], dtype=torch.float64),
+                                     torch.ones(3, dtype=torch.float64)])
+    assert_close(mine[0], theirs, "outputs summed")
+
+
+# errors: bad input gives a clear error, never a silent wrong number
+
+def test_an_input_that_does_not_require_grad_is_an_error():
+    x = Tensor([1.0, 2.0], requires_grad=False)
+    w = Tensor([1.0, 1.0])
+    with pytest.raises(RuntimeError, match="input 0 does not require a gradient"):
+        engine.grad((x * w).sum(), x)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        x_t = torch.tensor([1.0, 2.0])
+        torch.autograd.grad((x_t * torch.ones(2, requires_grad=True)).sum(), x_t)
+
+
+def test_an_output_that_does_not_require_grad_is_an_error():
+    x = Tensor([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="output 0 does not require a gradient"):
+        engine.grad(Tensor(3.0, requires_grad=False), x)
+    with pytest.raises(RuntimeError, match="output 1 does not require a gradient"):
+        engine.grad([x.sum(), Tensor(3.0, requires_grad=False)], x)
+    # the gradient of a gradient that is a constant: an error, as in PyTorch
+    (g,) = engine.grad((x * 2.0).sum(), x, create_graph=True)
+    assert not g.requires_grad
+    with pytest.raises(RuntimeError, match="output 0 does not require a gradient"):
+        engine.grad(g.sum(), x)
+    x_t = torch.tensor([1.0, 2.0], requires_grad=True)
+    (g_t,) = torch.autograd.grad((x_t * 2.0).sum(), x_t, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        torch.autograd.grad(g_t.sum(), x_t)
+
+
+def test_grad_outputs_of_the_wrong_shape_or_count_are_errors():
+    x = Tensor([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"grad_outputs of shape \(3,\) for an output of "
+                                         r"shape \(2,\)"):
+        engine.grad(x * x, x, np.ones(3))
+    with pytest.raises(ValueError, match=r"shape \(2, 1\)"):
+        engine.grad(x * x, x, Tensor(np.ones((2, 1))), create_graph=True)
+    with pytest.raises(ValueError, match="2 grad_outputs for 1 outputs"):
+        engine.grad(x * x, x, [np.ones(2), np.ones(2)])
+    with pytest.raises(ValueError, match="1 grad_outputs for 2 outputs"):
+        engine.grad([x * x, x.sum()], x, [np.ones(2)])
+    with pytest.raises(TypeError, match="inputs must be a Tensor"):
+        engine.grad((x * x).sum(), x.data)
+    with pytest.raises(TypeError, match="outputs must be a Tensor"):
+        engine.grad(np.ones(2), x)
+    # PyTorch refuses them too
+    x_t = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        torch.autograd.grad(x_t * x_t, x_t, torch.ones(3, dtype=torch.float64))
+
+
+def test_difference_grad_seeds_a_non_scalar_output_with_ones():
+    # PyTorch refuses grad_outputs=None for an output with more than one entry; the engine
+    # seeds it with ones, as its backward() does (chapter `tensors`), and says so
+    x, x_t = both([1.0, 2.0])
+    (g,) = engine.grad(x * x, x)
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        torch.autograd.grad(x_t * x_t, x_t)
+    (g_t,) = torch.autograd.grad(x_t * x_t, x_t, torch.ones(2, dtype=torch.float64))
+    assert_close(g, g_t, "seeded with ones")
+
+
+@pytest.mark.chapter("memory")
+def test_no_grad_around_a_create_graph_call_records_as_pytorch():
+    # PyTorch's create_graph=True records the sweep's operations inside no_grad() too (its
+    # engine runs the sweep with grad mode set to create_graph): the gradient has a graph
+    x, x_t = both([1.0, 2.0])
+    y, y_t = (x ** 3).sum(), (x_t ** 3).sum()
+    with engine.no_grad():
+        (g,) = engine.grad(y, x, create_graph=True)
+    with torch.no_grad():
+        (g_t,) = torch.autograd.grad(y_t, x_t, create_graph=True)
+    assert g_t.requires_grad
+    assert g.requires_grad
+    (h,), (h_t,) = engine.grad(g.sum(), x), torch.autograd.grad(g_t.sum(), x_t)
+    assert_close(h, h_t, "6 x")
+    assert engine.memory.is_grad_enabled()  # and no_grad's state is as it was, outside
+    with engine.no_grad():
+        engine.grad((x ** 3).sum(), x, create_graph=True)
+        assert not engine.memory.is_grad_enabled()
