@@ -113,6 +113,15 @@ def _sweep(order, grads, keep, create_graph):
     closure answers with engine operations. A node's grad is dropped once its closure
     has run, unless it is one of the inputs (`keep`).
     """
+    #> memory
+    from .memory import _grad_enabled  # the flag that no_grad() clears
+    if create_graph and not _grad_enabled[0]:  # inside no_grad(): record anyway, as PyTorch
+        _grad_enabled[0] = True  # does (create_graph asks for a graph; no_grad is outside)
+        try:
+            return _sweep(order, grads, keep, create_graph)
+        finally:
+            _grad_enabled[0] = False
+    #> higher-order
     for node in reversed(order):
         y_bar = grads.get(node) if node in keep else grads.pop(node, None)
         if y_bar is None or not node.op:
