@@ -181,14 +181,14 @@ def hvp(f, x, v):
     y = f(x)
     (g,) = grad(y, x, create_graph=True)  # the gradient, as a tensor with a graph
     (h_v,) = grad(g, x, grad_outputs=_array(v, x.shape, "v"))  # d(g . v)/dx = H v
-    return y.detach(), h_v
+    return _value(y), h_v
 
 
 def vjp(f, x, u):
     """(f(x), J^T u): one reverse sweep seeded with u."""
     x = _leaf(x)
     y = f(x)
-    return y.detach(), grad(y, x, grad_outputs=_array(u, y.shape, "u"))[0]
+    return _value(y), grad(y, x, grad_outputs=_array(u, y.shape, "u"))[0]
 
 
 def jvp(f, x, v):
@@ -199,7 +199,7 @@ def jvp(f, x, v):
     u = Tensor(np.zeros(y.shape))  # any value: J^T u is linear in u
     (g,) = grad(y, x, grad_outputs=u, create_graph=True)
     (j_v,) = grad(g, u, grad_outputs=_array(v, x.shape, "v"))
-    return y.detach(), j_v
+    return _value(y), j_v
 
 
 def jacobian(f, x, by="rows"):
@@ -228,6 +228,11 @@ def hessian(f, x):
 def _leaf(x):
     """x as a new leaf that needs a gradient: its own copy of the values."""
     return Tensor(x.data if isinstance(x, Tensor) else x, requires_grad=True)
+
+
+def _value(y):
+    """y's values as a constant (Tensor.detach comes only in chapter `memory`)."""
+    return Tensor(y.data, requires_grad=False, copy=False)
 
 
 def _array(v, shape, name):
