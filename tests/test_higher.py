@@ -1000,3 +1000,27 @@ def test_no_grad_around_a_create_graph_call_records_as_pytorch():
         assert not engine.memory.is_grad_enabled()
         (g,) = engine.grad(y, x)  # without create_graph: no graph, in both
     assert not g.requires_grad
+
+
+@pytest.mark.chapter("fast")
+def test_cross_entropy_fast_path_has_second_derivatives_as_pytorch():
+    rng = np.random.default_rng(3)
+    logits, targets = rng.normal(size=(4, 3)), np.array([0, 2, 2, 1])
+    assert F._every_row_counts(Tensor(logits), targets, -100)  # the fast path is taken
+    targets_t = torch.from_numpy(targets)
+    for wrap in [lambda f: f, lambda f: wrapped(f, (0,))]:
+        compare_second(wrap(lambda t: F.cross_entropy(t, targets)),
+                       wrap(lambda t: torch.nn.functional.cross_entropy(t, targets_t)),
+                       [logits], rng)
+
+
+# -- found while writing these tests ----------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="engine/tensor.py __getitem__: ints first, with "
+                   "Ellipsis read as one slice: x[0, ..., [0, 0]] of a (2, 3) tensor indexes "
+                   "3 axes and raises IndexError; NumPy and PyTorch give [x00, x00]")
+def test_an_int_an_ellipsis_and_an_array_index_a_2d_tensor():
+    x = np.arange(6.0).reshape(2, 3)
+    y = Tensor(x)[0, ..., np.array([0, 0])]
+    np.testing.assert_array_equal(y.data, x[0, ..., [0, 0]])
