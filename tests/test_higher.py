@@ -607,6 +607,42 @@ def test_random_programs_second_derivatives_match_pytorch(block):
                        f", program {seed}: {program.labels()}")
 
 
+
+def _dot(gs, vs, lib):
+    """sum_k <g_k, v_k> over the gradients that have a graph (None if none has)."""
+    parts = [(g * (torch.from_numpy(v) if lib == "torch" else v)).sum()
+             for g, v in zip(gs, vs) if g is not None and g.requires_grad]
+    return sum(parts[1:], parts[0]) if parts else None
+
+
+def test_random_programs_third_derivatives_match_pytorch():
+    # three sweeps, each through the graph the one before made: the engine operations of
+    # a create_graph sweep (_spread, _index_add, the VJPs of @ and **) differentiated again
+    for seed in range(FIRST_SEED + N_PROGRAMS, FIRST_SEED + N_PROGRAMS + 60):
+        program, rng = Program(seed), np.random.default_rng(seed)
+        xs = [Tensor(a) for a in program.inputs]
+        xs_t = [torch.tensor(a, requires_grad=True) for a in program.inputs]
+        y, y_t = program.run(xs, programs.ENGINE), program.run(xs_t, programs.TORCH)
+        u = rng.normal(size=y.shape)
+        vs, ws = ([rng.normal(size=np.shape(a)) for a in program.inputs] for _ in range(2))
+        g = engine.grad(y, xs, u, create_graph=True, allow_unused=True)
+        g_t = torch.autograd.grad(y_t, xs_t, torch.from_numpy(u), create_graph=True,
+                                  allow_unused=True)
+        s, s_t = _dot(g, vs, "engine"), _dot(g_t, vs, "torch")
+        if s is None and s_t is None:  # linear in every input: nothing more to compare
+            continue
+        none = (None,) * len(xs)  # a sum that has no graph: its derivatives are 0
+        h = none if s is None else engine.grad(s, xs, create_graph=True, allow_unused=True)
+        h_t = none if s_t is None else torch.autograd.grad(s_t, xs_t, create_graph=True,
+                                                           allow_unused=True)
+        s, s_t = _dot(h, ws, "engine"), _dot(h_t, ws, "torch")
+        third = none if s is None else engine.grad(s, xs, allow_unused=True)
+        third_t = none if s_t is None else torch.autograd.grad(s_t, xs_t, allow_unused=True)
+        for k, (t3, t3_t) in enumerate(zip(third, third_t)):
+            assert_close(t3, np.zeros(np.shape(program.inputs[k])) if t3_t is None else t3_t,
+                         f"third derivative of input {k}, program {seed}: {program.labels()}")
+
+
 # -- gradgradcheck --------------------------------------------------------------------
 
 
