@@ -132,12 +132,18 @@ def cell_output(outputs, raises=False) -> CellOutput:
     return result.with_error_as_text() if raises else result
 
 
+# the error outputs execution.execute writes into the cell where a run stopped
+STOPPING_ERRORS = ("CellTimeoutError", "DeadKernelError")
+
+
 @dataclasses.dataclass
 class Failure:
     line: int
     what: str  # one line
     detail: str = ""  # diff or traceback, several lines
-    kind: str = "other"  # "differs", "missing", "unexpected" (rewritable) or "other"
+    # "differs", "missing", "unexpected" (update mode rewrites these), "error" (the cell
+    # raised, timed out or killed its kernel), "glue" or "other"
+    kind: str = "other"
 
 
 def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
@@ -152,10 +158,12 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         )
     if output.error is not None:
         last = output.error_line or output.error.strip().splitlines()[-1]
-        if last.startswith("CellTimeoutError: "):  # execution.execute stopped it there
-            failures.append(Failure(cell.line, last[len("CellTimeoutError: "):]))
-            return failures
-        failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
+        name, _, what = last.partition(": ")
+        if name in STOPPING_ERRORS:
+            failures.append(Failure(cell.line, what, kind="error"))
+        else:
+            failures.append(Failure(cell.line, "cell raised " + last,
+                                    indent(output.error.rstrip()), "error"))
         return failures
     expect = cell.expect
     if expect is not None and not isinstance(expect, str):
