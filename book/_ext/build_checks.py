@@ -1,22 +1,14 @@
 """The build's checks: every mistake becomes a warning at `<file>:<line>`, so `-W` fails.
 
-- A code cell whose options do not read (myst-nb would stop with "Code cell 2 at line
-  17 could not be read" and no file) is a warning at the line to fix, and the page is
-  read with those options commented out (`cells.repaired`, as engine_cache runs it),
-  so `--keep-going` lists the other problems too.
-- A page of the chapters' folder missing from `_toc.yml` (sphinx-external-toc leaves
-  it out with an info line) is a warning at its line 1.
-- Every notebook page's executed outputs, the ones the site shows, are checked by the
-  verifier's rules (`checks.check_cell`, `checks.check_glue`): a cell that raised,
-  timed out, wrote to stderr, or printed without or other than its `expect:` is a
-  warning at its ```{code-cell}``` fence, as is a figure that reaches the page as its
-  text repr (`<Figure size ...>`, no image). This runs at `env-updated`, which Sphinx
-  emits on every build, so an unchanged but unverified chapter fails the next build
-  too; the result is kept with the chapter's read time, so that rebuild opens no
-  notebook.
-- A data file a page's front matter names (`data_files: [data/benchmarks.json]`,
-  relative to the page) is a dependency of the page; one that does not exist is a
-  warning.
+- A cell whose options do not read: myst-nb would stop with no file named; here it is a
+  warning at the line, and the page is read with those options commented out.
+- A page of the chapters' folder missing from `_toc.yml`, which the book leaves out.
+- Every notebook page's executed outputs, the ones the site shows, by the verifier's
+  rules (checks.py): a cell that raised, timed out, wrote to stderr, or printed without
+  or other than its `expect:`, a glued value, a figure that shows only its text. This
+  runs at `env-updated`, which Sphinx emits on every build, so an unchanged unverified
+  chapter fails the next build too.
+- A data file a page's front matter names (`data_files:`) that does not exist.
 """
 
 import re
@@ -55,9 +47,8 @@ _OBJECT_REPR = re.compile(r"^<(Figure size |matplotlib\.|[\w.]+ object at 0x)")
 
 
 def textless_figures(nb, glue):
-    """[(cell index or None, what)] for figures that reach the page as a repr, no image:
-    displayed or glued after `matplotlib.use("Agg")` took IPython's image formatter away.
-    The verifier reads only text, so only the build sees this."""
+    """[(cell index or None, what)] for figures that reach the page as a repr, no image
+    (after `matplotlib.use("Agg")` took IPython's image formatter away)."""
     found = []
     outputs = [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code"
                for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
@@ -103,7 +94,8 @@ def chapter_problems(app, docname):
 
 
 def check_outputs(app, env):
-    """env-updated: a warning at the cell's fence line for every unverified output."""
+    """env-updated: a warning at the cell's fence line for every unverified output (kept
+    with the chapter's read time, so an unchanged rebuild opens no notebook)."""
     memo = env.__dict__.setdefault(CHECK_KEY, {})
     for docname in notebook_docnames(env):
         key = (env.all_docs.get(docname), str(app.config.nb_execution_cache_path))

@@ -1,17 +1,12 @@
 """The build's execution cache: every chapter's outputs, keyed on what they ran on.
 
-jupyter-cache keys a notebook on its code cells alone, but a chapter's outputs depend
-on its engine snapshot, the pinned requirements and the page's data files too. So
-before myst-nb reads the pages, this extension runs every chapter whose outputs are
-not cached under that key (`run_key`) through execution.execute, the verifier's
-executor, and stores the run in `<build>/.jupyter_cache` with the key and the numbers
-of the machine (`execution.numerics`). myst-nb then finds it there ("Using cached
-notebook") and executes nothing itself. The build's checks (build_checks.py) report
-what the runs did; here runs are only made and stored.
-
-An edit of a later chapter's lines of the engine changes no earlier snapshot, so the
-earlier chapters stay cached. A book whose engine has no chapter markers for its
-`_toc.yml` (a throwaway test book) runs on the installed engine, keyed on `engine/`.
+jupyter-cache keys a notebook on its code cells alone; a chapter's outputs depend on
+its engine snapshot, the pinned requirements and its data files too (`run_key`). So
+before myst-nb reads the pages, this extension runs each chapter not cached under its
+key through execution.execute (the verifier's executor) and stores the run with the
+key and the machine's numerics; myst-nb then finds it ("Using cached notebook") and
+executes nothing itself. A book whose engine has no chapter markers (a throwaway test
+book) runs on the installed engine, keyed on `engine/`.
 """
 
 from __future__ import annotations
@@ -63,9 +58,9 @@ def run_key(path, root=ROOT) -> str:
 
 
 def cached(chapter, build_dir, root=ROOT, any_run=False):
-    """(executed notebook, record) from the cache if it ran on what the page needs now, to
-    its end (a run cut short is stored for myst-nb to show, but runs again next time),
-    else (None, None). With `any_run`, whatever run myst-nb shows (it matches cells only)."""
+    """(executed notebook, record) from the cache if it ran to its end on what the page
+    needs now (a run cut short is stored for myst-nb to show, and runs again next time),
+    else (None, None). With `any_run`, the run myst-nb shows (it matches cells only)."""
     cache = open_cache(build_dir)
     try:
         record = cache.match_cache_notebook(chapter.nb)
@@ -88,14 +83,10 @@ def read_repaired(path, root=ROOT):
 
 
 def executed_notebook(path, build_dir, root=ROOT):
-    """(notebook, glue by name, run seconds) the build shows for the page at `path`,
-    or (None, {}, None).
-
-    They come from the cache, as myst-nb merges them; the seconds count only if that run
-    is the one the page needs now. A page myst-nb runs itself (`execution_mode: force`
-    or `inline`) is read from `<build>/jupyter_execute/`, where myst-nb has moved the
-    values glued with `display=False` into `<docname>.glue.json`.
-    """
+    """(notebook, glue by name, run seconds) the build shows for the page at `path`, or
+    (None, {}, None): from the cache, as myst-nb merges them (the seconds only if the run
+    is the one the page needs now). A page myst-nb runs itself (`execution_mode: force`)
+    is read where myst-nb wrote it, with its `display=False` glue in `.glue.json`."""
     import json
 
     import nbformat
@@ -119,8 +110,7 @@ def executed_notebook(path, build_dir, root=ROOT):
 
 
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
-    """Cache an executed notebook as myst-nb would, with the key of what it ran on and
-    the numbers it was made with here."""
+    """Cache an executed notebook as myst-nb would, with its key and this machine's numerics."""
     from jupyter_cache.base import CacheBundleIn
 
     key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
@@ -148,12 +138,12 @@ def per_build(app, name, docname, make):
 
 
 def _shown(app, docname):
-    from myst_nb.ext.glue import extract_glue_data_cell
+    from myst_nb.ext.glue import extract_glue_data_cell  # `display=False` values leave the cell
 
     nb, glue, seconds = executed_notebook(app.env.doc2path(docname), _build_dir(app),
                                           app.srcdir)
     for index, cell in enumerate(nb.cells if nb is not None else []):
-        if cell.cell_type == "code":  # as myst-nb does: `display=False` values leave the cell
+        if cell.cell_type == "code":
             for key, output in extract_glue_data_cell(cell):
                 output.setdefault("metadata", {})["engine_cell_index"] = index
                 glue[key] = output
@@ -161,8 +151,8 @@ def _shown(app, docname):
 
 
 def shown_notebook(app, docname):
-    """(notebook, glue by name, run seconds) of the page as the build shows it, read once
-    per build (the checks, the report and the downloads all read it)."""
+    """`executed_notebook` with the glue moved out as myst-nb does, once per build (the
+    checks, the report and the downloads all read it)."""
     return per_build(app, "shown", docname, _shown)
 
 

@@ -1,12 +1,10 @@
 """Run a chapter: one kernel on the engine as of that chapter, cell by cell.
 
-The build (engine_cache.py, before myst-nb reads a page) and the chapter verifier
-(tests/verifier.py) run chapters through `execute` and nothing else: a kernel whose
-`engine` is the chapter's snapshot (snapshots.py), in the chapter's folder, each cell
-under its own `timeout:` (default `execute: timeout`), streams joined into one output
-per name. A timeout or a dead kernel stops the run and becomes the cell's error
-output, so the build's checks find it where they find a cell that raised.
-`numerics` says which numbers such a run makes here; every stored run carries it.
+The build (engine_cache.py) and the verifier (tests/verifier.py) run chapters through
+`execute` alone: a kernel whose `engine` is the chapter's snapshot (snapshots.py), in
+the chapter's folder, each cell under its own `timeout:`, streams joined. A timeout or
+a dead kernel stops the run and becomes the cell's error output, so the build's checks
+find it as they find a cell that raised. `numerics` says which numbers a run makes here.
 """
 
 from __future__ import annotations

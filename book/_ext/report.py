@@ -1,15 +1,10 @@
 """The execution report: one row per chapter, from the outputs the site shows.
 
-On reading a page, a ```{execution-report}``` block becomes a MyST table with one row
-per chapter of `_toc.yml`: prose words, code cells (and how many the page shows),
-verified outputs ("n of m" when some do not match their `expect:`), figures (of which
-interactive: players and widgets), run time, status and the engine modules its cells
-import. Everything comes from the executed notebook the page shows (engine_cache.py
-ran and stored every chapter before any page is read), and the run time is the one
-stored with it, the number engine_cache logs and the verifier prints. The status is a
-word: `verified`, `nothing printed`, `fails the build: N unverified` (build_checks.py
-warns at each such cell, so the site is never published) or `execution failed` (the
-run stopped at a timeout or a dead kernel).
+When a page is read, its ```{execution-report}``` block becomes a MyST table, a row per
+chapter of `_toc.yml` (book/report.md says what each column means). Everything comes
+from the executed notebook the page shows, which engine_cache.py ran and stored before
+any page is read, so the table is Markdown made at reading, like the errors page; the
+run time is the one stored with that run, as engine_cache logs and the verifier prints.
 """
 
 import ast
@@ -111,11 +106,15 @@ def _columns(row):
             "-" if row["seconds"] is None else f"{row['seconds']:.2f}"]
 
 
+def _table_row(cells):
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
 def report_markdown(app):
     """The table that replaces the marker: a row per chapter, then the totals."""
     root = Path(app.srcdir)
-    lines = ["```{table}", ":class: engine-report", ":widths: auto", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+    lines = ["```{table}", ":class: engine-report", ":widths: auto", "", _table_row(COLUMNS),
+             _table_row(["---"] * len(COLUMNS))]
     total = dict.fromkeys(["words", "cells", "shown", "checked", "verified", "figures",
                            "interactive", "seconds"], 0)
     chapters = 0
@@ -129,10 +128,8 @@ def report_markdown(app):
             total[key] += row[key] or 0
         status = status_of(row["stopped"], row["unverified"], row["checked"])
         modules = ", ".join(f"`{m.split('.', 1)[-1]}`" for m in row["modules"]) or "-"
-        lines.append(" | ".join(["", f"{{doc}}`/{docname}`", *map(str, _columns(row)), status,
-                                 modules, ""]).strip())
-    lines.append(" | ".join(["", f"**{chapters} chapters**", *map(str, _columns(total)), " ",
-                             " ", ""]).strip())
+        lines.append(_table_row([f"{{doc}}`/{docname}`", *_columns(row), status, modules]))
+    lines.append(_table_row([f"**{chapters} chapters**", *_columns(total), "", ""]))
     return "\n".join(lines + ["```"])
 
 
