@@ -15,7 +15,6 @@ from pathlib import Path
 
 MARKER = "```{errors-you-may-meet}\n```"
 WIDTH = 76  # output lines are wrapped to this many characters, so nothing scrolls
-ENV_KEY = "engine_errors_docs"
 NOT_IN_REF = str.maketrans("", "", "`<>")  # a {ref}'s text holds no backticks or brackets
 
 
@@ -108,32 +107,10 @@ def page_markdown(root):
     return "\n".join(body)
 
 
-def _pages(env) -> set:
-    """The docnames holding the marker: read again on every build."""
-    return env.__dict__.setdefault(ENV_KEY, set())
-
-
-def fill_page(app, docname, source):
-    if MARKER in source[0]:
-        _pages(app.env).add(docname)
-        source[0] = source[0].replace(MARKER, page_markdown(Path(app.srcdir)))
-
-
-def always_reread(app, env, added, changed, removed):
-    return sorted(d for d in _pages(env) if d in env.found_docs and d not in removed)
-
-
-def purge(app, env, docname):
-    _pages(env).discard(docname)
-
-
-def merge(app, env, docnames, other):
-    _pages(env).update(_pages(other))
-
-
 def setup(app):
-    app.connect("source-read", fill_page)
-    app.connect("env-get-outdated", always_reread)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
+    from report import GeneratedBlock
+
+    # read on every build: the engine may change while the page does not
+    GeneratedBlock(app, "engine_errors_docs", MARKER,
+                   lambda app: page_markdown(Path(app.srcdir)), lambda *changes: True)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

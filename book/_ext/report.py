@@ -17,7 +17,6 @@ from checks import STOPPING_ERRORS, is_interactive
 from engine_cache import shown_notebook
 
 MARKER = "```{execution-report}\n```"
-ENV_KEY = "engine_report_docs"
 COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
            "Run time (s)", "Status", "Engine modules (engine.*)"]
 
@@ -133,39 +132,47 @@ def report_markdown(app):
     return "\n".join(lines + ["```"])
 
 
-def _pages(env) -> set:
-    """The docnames holding the marker."""
-    return env.__dict__.setdefault(ENV_KEY, set())
+class GeneratedBlock:
+    """A block that becomes the Markdown `make(app)` returns when its page is read (here
+    and on the errors page); the pages holding it are read again when
+    `stale(env, added, changed, removed, pages)` says so."""
+
+    def __init__(self, app, key, marker, make, stale):
+        self.key, self.marker, self.make, self.stale = key, marker, make, stale  # key: in env
+        app.connect("source-read", self.fill)
+        app.connect("env-get-outdated", self.outdated)
+        app.connect("env-purge-doc", self.purge)
+        app.connect("env-merge-info", self.merge)
+
+    def pages(self, env) -> set:
+        return env.__dict__.setdefault(self.key, set())
+
+    def fill(self, app, docname, source):
+        if self.marker in source[0]:
+            self.pages(app.env).add(docname)
+            source[0] = source[0].replace(self.marker, self.make(app))
+
+    def outdated(self, app, env, added, changed, removed):
+        if not self.stale(env, added, changed, removed, self.pages(env)):
+            return []
+        return sorted(d for d in self.pages(env) if d in env.found_docs and d not in removed)
+
+    def purge(self, app, env, docname):
+        self.pages(env).discard(docname)
+
+    def merge(self, app, env, docnames, other):
+        self.pages(env).update(self.pages(other))
 
 
-def fill_report(app, docname, source):
-    if MARKER in source[0]:
-        _pages(app.env).add(docname)
-        source[0] = source[0].replace(MARKER, report_markdown(app))
-
-
-def reread_report(app, env, added, changed, removed):
-    """Re-read the pages with a report when a chapter (a notebook, or a page not read
-    before) is added, changed or removed: the report's numbers come from them."""
+def chapters_changed(env, added, changed, removed, pages):
+    """A chapter (a notebook, or a page not read before) was added, changed or removed:
+    the report's numbers come from them."""
     chapters = {d for d in changed if "kernelspec" in env.metadata.get(d, {"kernelspec": 1})}
-    if not (set(added) | set(removed) | chapters) - _pages(env):
-        return []
-    return sorted(d for d in _pages(env) if d in env.found_docs and d not in removed)
-
-
-def purge(app, env, docname):
-    _pages(env).discard(docname)
-
-
-def merge(app, env, docnames, other):
-    _pages(env).update(_pages(other))
+    return bool((set(added) | set(removed) | chapters) - pages)
 
 
 def setup(app):
     app.setup_extension("build_checks")  # the warnings for what the report shows
-    app.connect("source-read", fill_report)
-    app.connect("env-get-outdated", reread_report)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
+    GeneratedBlock(app, "engine_report_docs", MARKER, report_markdown, chapters_changed)
     # version 2: the table is Markdown now; a build read with a node of version 1 starts afresh
     return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
