@@ -143,10 +143,11 @@ def run_cells(client, nb, lines, variables):
             try:
                 client.execute_cell(cell, index)
             except (CellTimeoutError, DeadKernelError) as error:
-                name = type(error).__name__
-                what = (f"cell timed out after {client.timeout_func(cell)} s (set `timeout:` in "
-                        "its options if it needs longer); later cells not run"
-                        if name == "CellTimeoutError" else f"kernel died: {error}")
+                what = f"kernel died: {error}"
+                if isinstance(error, CellTimeoutError):
+                    what = (f"cell timed out after {client.timeout_func(cell)} s (set `timeout:` "
+                            "in its options if it needs longer); later cells not run")
+                name = type(error).__name__  # one of checks.STOPPING_ERRORS
                 cell.outputs.append(new_output("error", ename=name, evalue=what,
                                                traceback=[f"{name}: {what}"]))
                 failures.append(Failure(lines[index], what, kind="error"))
