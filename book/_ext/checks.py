@@ -1,18 +1,16 @@
 """The book's rules for a cell's executed outputs, shared by the verifier and the build.
 
-- `cell_output` collects what a cell shows: stdout and the text of every result and
-  display (`shown_text`: Markdown, the text of HTML, plain text; a figure has none).
-- `check_cell` lists every way a cell breaks the rules: it printed without an
-  `expect:`, printed something else, wrote to stderr, raised, timed out.
-- Glued values (`glue("name", value, display=False)` shown by {glue:text}`name:.3f`)
-  are numbers a reader sees too, so the cell that glues one declares, in its options,
-  the text the page must show (`glue:` then `  x1_bar: "5.5"`), compared by the same
-  rules (`~` marks and the cell's `tolerance:`); `check_glue` fails a shown value no
-  cell declares, and a declaration the page does not show.
+`cell_output` collects what a cell shows (stdout, and the text of every result and
+display); `check_cell` lists every way it breaks the rules (printed without or other
+than its `expect:`, wrote to stderr, raised, timed out). A glued value the prose shows
+is a number a reader sees too, so the cell that glues it declares the text the page
+must show (`glue:` then `  x1_bar: "5.5"`), and `check_glue` compares it by the same
+rules.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import html.parser
 
@@ -20,6 +18,10 @@ from book_config import ROOT
 from cells import CodeCell, GlueUse, glue_uses
 from comparison import (NOISY, ToleranceError, compare, has_marks, indent, parse_tolerance,
                         strip_ansi, unified_diff)
+
+
+# the error outputs execution.execute writes into the cell where a run stopped
+STOPPING_ERRORS = ("CellTimeoutError", "DeadKernelError")
 
 
 @dataclasses.dataclass
@@ -34,8 +36,8 @@ class CellOutput:
         """A `raises-exception` cell: its error is printed text, not a failure."""
         if self.error is None:
             return self
-        text = self.text + self.error_line + "\n"
-        return dataclasses.replace(self, text=text, error=None, has_text=True)
+        return dataclasses.replace(self, text=self.text + self.error_line + "\n", error=None,
+                                   has_text=True)
 
 
 class _HTMLText(html.parser.HTMLParser):
@@ -63,6 +65,7 @@ class _HTMLText(html.parser.HTMLParser):
 
 
 def html_text(markup: str) -> str:
+    """The text of an HTML output, a line per block, spaces collapsed."""
     parser = _HTMLText()
     parser.feed(markup)
     parser.close()
@@ -88,15 +91,9 @@ def is_interactive(data: dict) -> bool:
 
 
 def shown_text(data: dict, kind: str = "display_data") -> str | None:
-    """The text a rich output shows, or None for a picture (a figure, a player).
-
-    A bundle with an image is a figure: its text/plain is a placeholder
-    (`<Figure size ...>`) and its text/html, where there is one, a player. Otherwise
-    the text is what the page renders: text/markdown first (a `display(Markdown(...))`
-    table), then the text of text/html, then text/plain. An `execute_result` keeps
-    its text/plain even beside an image (`<engine.figures.Interactive player, ...>`),
-    as it always has.
-    """
+    """The text a rich output shows, as the page renders it: Markdown, else the text of
+    its HTML, else plain text. None for a figure, whose text/plain is a placeholder; an
+    `execute_result` keeps its text/plain beside an image, as it always has."""
     if any(key.startswith("image/") for key in data):
         return data.get("text/plain") if kind == "execute_result" else None
     if data.get("text/markdown") is not None:
@@ -107,10 +104,8 @@ def shown_text(data: dict, kind: str = "display_data") -> str | None:
 
 
 def cell_output(outputs, raises=False) -> CellOutput:
-    """Collect a cell's outputs: what it printed and the text of every result and display
-    (`shown_text`), in order. With `raises` (the cell is tagged `raises-exception`,
-    which nbclient and so the build accept), an error is part of the printed text as
-    its last traceback line, `ValueError: message`, instead of a failure."""
+    """What a cell printed and the text of every result and display, in order. With
+    `raises` (tagged `raises-exception`), its error's last line is printed text."""
     text, stderr, error, error_line, has_text = [], [], None, None, False
     for output in outputs:
         kind = output.get("output_type")
@@ -125,7 +120,8 @@ def cell_output(outputs, raises=False) -> CellOutput:
             if shown is not None:
                 text.append(shown if shown.endswith("\n") else shown + "\n")
                 has_text = True
-        elif kind == "error":
+        elif kind == "error" and not (error_line or "").startswith(STOPPING_ERRORS):
+            # the error stopping the run, not the interrupt that the kernel says after it
             error_line = strip_ansi(f"{output.get('ename')}: {output.get('evalue')}")
             error = strip_ansi("\n".join(output.get("traceback", []))) or error_line
     result = CellOutput("".join(text), "".join(stderr), error, has_text, error_line)
@@ -137,7 +133,9 @@ class Failure:
     line: int
     what: str  # one line
     detail: str = ""  # diff or traceback, several lines
-    kind: str = "other"  # "differs", "missing", "unexpected" (rewritable) or "other"
+    # "differs", "missing", "unexpected" (update mode rewrites these), "error" (the cell
+    # raised, timed out or killed its kernel), "glue" or "other"
+    kind: str = "other"
 
 
 def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
@@ -147,15 +145,16 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
         output = output.with_error_as_text()
     if output.stderr:
         first = (output.stderr.strip().splitlines() or [repr(output.stderr)])[0]
-        failures.append(
-            Failure(cell.line, "cell wrote to stderr: " + first, indent(output.stderr.rstrip()))
-        )
+        failures.append(Failure(cell.line, "cell wrote to stderr: " + first,
+                                indent(output.stderr.rstrip())))
     if output.error is not None:
         last = output.error_line or output.error.strip().splitlines()[-1]
-        if last.startswith("CellTimeoutError: "):  # execution.execute stopped it there
-            failures.append(Failure(cell.line, last[len("CellTimeoutError: "):]))
-            return failures
-        failures.append(Failure(cell.line, "cell raised " + last, indent(output.error.rstrip())))
+        name, _, what = last.partition(": ")
+        if name in STOPPING_ERRORS:
+            failures.append(Failure(cell.line, what, kind="error"))
+        else:
+            failures.append(Failure(cell.line, "cell raised " + last,
+                                    indent(output.error.rstrip()), "error"))
         return failures
     expect = cell.expect
     if expect is not None and not isinstance(expect, str):
@@ -179,10 +178,8 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
             failures.append(Failure(cell.line, f"tolerance {tolerance} is declared but nothing "
                                     f"is marked noisy: write `{NOISY}` before each noisy number"))
         if output.has_text and output.text.strip():
-            failures.append(
-                Failure(cell.line, "cell prints text but has no expect: option",
-                        indent(unified_diff("", output.text)), "missing")
-            )
+            failures.append(Failure(cell.line, "cell prints text but has no expect: option",
+                                    indent(unified_diff("", output.text)), "missing"))
         return failures
     if not output.text.strip():
         failures.append(Failure(cell.line, "expect: is set but the cell printed nothing",
@@ -201,9 +198,6 @@ def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
 
 # -- glued values: numbers in the prose ----------------------------------------------
 
-GLUE_PREFIX = "application/papermill.record/"
-
-
 def _glue_marked(cell: CodeCell) -> bool:
     declared = cell.options.get("glue")
     return isinstance(declared, dict) and any(
@@ -211,23 +205,19 @@ def _glue_marked(cell: CodeCell) -> bool:
 
 
 def glued_values(cells) -> dict:
-    """{name: mimebundle} of every `glue(...)` output left in these notebook cells."""
-    found = {}
-    for cell in cells:
-        for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
-                found[name] = {k[len(GLUE_PREFIX):] if k.startswith(GLUE_PREFIX) else k: v
-                               for k, v in output.get("data", {}).items()}
-    return found
+    """{name: mimebundle} of every `glue(...)` output in these notebook cells, as myst-nb
+    reads them (on a copy: myst-nb moves them out of the cell)."""
+    from myst_nb.ext.glue import extract_glue_data_cell
+
+    return {name: dict(output["data"]) for cell in copy.deepcopy(cells)
+            for name, output in extract_glue_data_cell(cell)}
 
 
 def glue_text(use: GlueUse, bundle: dict) -> str | None:
     """The text the page shows for this role, as myst-nb renders it (None: no text)."""
     from myst_nb.core.variables import format_plain_text
 
-    plain = bundle.get("text/plain")
-    plain = joined(plain)
+    plain = joined(bundle.get("text/plain"))
     if use.kind == "md" and "text/markdown" in bundle:
         return bundle["text/markdown"]
     if plain is None:

@@ -1,14 +1,9 @@
-"""The pure comparison of what a cell printed with what its `expect:` says.
+"""The comparison of what a cell printed with its `expect:`; it reads no file.
 
-Nothing here reads a file or starts a kernel.
-
-- `compare(expected, got, tolerance)` is strict after `normalize`: whitespace runs
-  become one space and spaces just inside brackets go, so NumPy's padding never
-  matters but every printed digit does. A per-cell `tolerance:` option (`rel R`,
-  `abs A` or `magnitude`) relaxes only the numbers the expectation marks with `~`
-  (`gap: ~3e-10`); every other number and all text stay exact.
-- `carry_marks` keeps an author's `~` marks when update mode rewrites an expectation;
-  `canonical_expectation` is the text update mode stores.
+`compare` is strict after `normalize` (whitespace runs become one space, spaces just
+inside brackets go), so NumPy's padding never matters but every digit does. A cell's
+`tolerance:` (`rel R`, `abs A`, `magnitude`) relaxes only the numbers its expectation
+marks with `~`. `carry_marks` keeps those marks when update mode rewrites an expectation.
 """
 
 from __future__ import annotations
@@ -24,10 +19,7 @@ _BEFORE_CLOSE = re.compile(r" ([\])])")
 
 
 def normalize(text: str) -> str:
-    """Strip, collapse whitespace runs to one space, drop spaces just inside brackets.
-
-    `[5.5 1.  4. ]` -> `[5.5 1. 4.]`; `[ 1. -2.]` -> `[1. -2.]`. Digits are never touched.
-    """
+    """`[5.5 1.  4. ]` -> `[5.5 1. 4.]`, `[ 1. -2.]` -> `[1. -2.]`; digits are never touched."""
     text = _SPACE.sub(" ", text.strip())
     return _BEFORE_CLOSE.sub(r"\1", _AFTER_OPEN.sub(r"\1", text))
 
@@ -44,14 +36,8 @@ NUMBER = re.compile(
 
 def tokenize(text: str):
     """Split normalized text into (texts, numbers): len(texts) == len(numbers) + 1."""
-    text = normalize(text)
-    texts, numbers, start = [], [], 0
-    for match in NUMBER.finditer(text):
-        texts.append(text[start : match.start()])
-        numbers.append(match.group("num"))
-        start = match.end()
-    texts.append(text[start:])
-    return texts, numbers
+    parts = NUMBER.split(normalize(text))  # NUMBER's one group: the numbers are kept
+    return parts[0::2], parts[1::2]
 
 
 NOISY = "~"  # in an expectation, `~3e-10`: this number is noisy, compare it within the tolerance
@@ -61,17 +47,13 @@ def tokenize_expected(text: str):
     """Like tokenize, for an expectation: (texts, numbers, noisy flags), `~` marks removed."""
     texts, numbers = tokenize(text)
     noisy = [before.endswith(NOISY) for before in texts[:-1]]
-    texts = [t[:-1] if t.endswith(NOISY) and i < len(noisy) and noisy[i] else t
-             for i, t in enumerate(texts)]
+    texts = [t[:-1] if i < len(noisy) and noisy[i] else t for i, t in enumerate(texts)]
     return texts, numbers, noisy
 
 
 def carry_marks(old_expected: str, new_text: str) -> str:
-    """`new_text` with a `~` before each number whose counterpart in `old_expected` had one.
-
-    Update mode keeps the author's marks of noisy numbers when only values move;
-    if the count of numbers changed, the marks cannot be matched and are dropped.
-    """
+    """`new_text` with a `~` before each number whose counterpart in `old_expected` had one
+    (none if the count of numbers changed: the marks cannot be matched then)."""
     _, old_numbers, noisy = tokenize_expected(old_expected)
     matches = list(NUMBER.finditer(new_text))
     if not any(noisy) or len(matches) != len(old_numbers):
@@ -130,11 +112,7 @@ def parse_tolerance(spec) -> Tolerance | None:
 
 
 def compare(expected: str, got: str, tolerance=None) -> str | None:
-    """None when `got` matches `expected`; otherwise what differs, in one line.
-
-    With a tolerance, only the numbers marked `~` in `expected` are compared within
-    it; the others must be printed exactly as written.
-    """
+    """None when `got` matches `expected`; otherwise what differs, in one line."""
     if isinstance(tolerance, (str, type(None))):
         tolerance = parse_tolerance(tolerance)
     exp_texts, exp_numbers, noisy = tokenize_expected(expected)
@@ -150,10 +128,8 @@ def compare(expected: str, got: str, tolerance=None) -> str | None:
                              f"is marked noisy: write `{NOISY}` before each noisy number")
     got_texts, got_numbers = tokenize(got)
     if len(exp_numbers) != len(got_numbers):
-        return (
-            f"printed {len(got_numbers)} numbers, expect: has {len(exp_numbers)} "
-            f"(tolerance {tolerance})"
-        )
+        return (f"printed {len(got_numbers)} numbers, expect: has {len(exp_numbers)} "
+                f"(tolerance {tolerance})")
     for a, b in zip(exp_texts, got_texts):
         if a != b:
             return f"text between numbers differs: expected {a!r}, got {b!r}"
@@ -166,10 +142,8 @@ def compare(expected: str, got: str, tolerance=None) -> str | None:
 
 
 def unified_diff(expected: str, got: str) -> str:
-    lines = difflib.unified_diff(
-        expected.splitlines(), got.splitlines(), "expected", "got", lineterm="", n=2
-    )
-    return "\n".join(lines)
+    return "\n".join(difflib.unified_diff(expected.splitlines(), got.splitlines(), "expected",
+                                         "got", lineterm="", n=2))
 
 
 def has_marks(text: str) -> bool:
@@ -189,11 +163,7 @@ def strip_ansi(text: str) -> str:
 
 def canonical_expectation(text: str) -> str:
     """The text update mode stores: lines right-stripped, no blank lines at the ends."""
-    lines = [line.rstrip() for line in text.splitlines()]
-    while lines and not lines[0]:
-        lines.pop(0)
-    while lines and not lines[-1]:
-        lines.pop()
-    return "\n".join(lines) + "\n" if lines else ""
+    text = "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
+    return text + "\n" if text else ""
 
 

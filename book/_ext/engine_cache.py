@@ -1,17 +1,12 @@
 """The build's execution cache: every chapter's outputs, keyed on what they ran on.
 
-jupyter-cache keys a notebook on its code cells alone. So this extension runs every
-chapter itself (execution.execute, the one executor the verifier uses too), before
-myst-nb reads it, and stores the executed notebook in the build's cache
-(`<build>/.jupyter_cache`) with the key of what it ran on: the snapshot's hash, the
-pinned requirements and the page's data files, and the numbers of the machine
-(`execution.numerics`). myst-nb then finds it there ("Using cached notebook") and
-never executes anything itself.
-
-A chapter whose key changed is read again. An edit of a later chapter's lines of the
-engine changes no earlier snapshot, so the earlier chapters stay cached. A book whose
-engine has no chapter markers for its `_toc.yml` (a throwaway test book) runs on the
-installed engine, keyed on every file under `engine/`.
+jupyter-cache keys a notebook on its code cells alone; a chapter's outputs depend on
+its engine snapshot, the pinned requirements and its data files too (`run_key`). So
+before myst-nb reads the pages, this extension runs each chapter not cached under its
+key through execution.execute (the verifier's executor) and stores the run with the
+key and the machine's numerics; myst-nb then finds it ("Using cached notebook") and
+executes nothing itself. A book whose engine has no chapter markers (a throwaway test
+book) runs on the installed engine, keyed on `engine/`.
 """
 
 from __future__ import annotations
@@ -20,11 +15,10 @@ import hashlib
 import os
 from pathlib import Path
 
+import execution
 import snapshots
 from book_config import ROOT, RUNTIME_PINS, data_files, is_notebook
-from cells import read_chapter
-import execution
-from execution import snapshot_of
+from cells import ChapterError, read_chapter, repaired
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
 NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics)
@@ -40,9 +34,6 @@ def open_cache(build_dir):
     return get_cache(str(cache_dir(build_dir)))
 
 
-# -- what a chapter runs on ------------------------------------------------------------
-
-
 def _hash_files(paths, root) -> str:
     digest = hashlib.sha256()
     for path in paths:
@@ -55,26 +46,21 @@ def _hash_files(paths, root) -> str:
 def run_key(path, root=ROOT) -> str:
     """What the outputs of the page at `path` depend on besides its cells."""
     root = Path(root).resolve()
-    chapter = snapshot_of(path, root)
+    chapter = execution.snapshot_of(path, root)
     if chapter is not None:
         engine = f"{chapter}-{snapshots.snapshot_hash(chapter, root)}"
     else:
         files = sorted(p for p in (root / "engine").rglob("*") if p.is_file()
-                       and "__pycache__" not in p.parts) if (root / "engine").is_dir() else []
+                       and "__pycache__" not in p.parts)
         engine = "installed-" + _hash_files(files, root)
     pins = [root / "requirements.txt", root / RUNTIME_PINS]  # the second is included by the first
-    extra = _hash_files([*pins, *data_files(path)], root)
-    return f"{engine}/{extra}"
-
-
-# -- the cache ----------------------------------------------------------------------------
+    return f"{engine}/{_hash_files([*pins, *data_files(path)], root)}"
 
 
 def cached(chapter, build_dir, root=ROOT, any_run=False):
-    """(executed notebook, record) from the cache if it was run on what the page needs now,
-    and ran to the end (a run cut short by a timeout is stored, for myst-nb to show, but
-    runs again next time). With `any_run`, whatever record myst-nb would show (it matches
-    on the cells alone)."""
+    """(executed notebook, record) from the cache if it ran to its end on what the page
+    needs now (a run cut short is stored for myst-nb to show, and runs again next time),
+    else (None, None). With `any_run`, the run myst-nb shows (it matches cells only)."""
     cache = open_cache(build_dir)
     try:
         record = cache.match_cache_notebook(chapter.nb)
@@ -87,47 +73,44 @@ def cached(chapter, build_dir, root=ROOT, any_run=False):
     return nb, record
 
 
-def executed_notebook(path, build_dir, root=ROOT):
-    """(notebook, glue data, run seconds) with the outputs the build shows for the page at
-    `path`, or (None, {}, None).
+def read_repaired(path, root=ROOT):
+    """The chapter as the build reads it: options that do not read commented out
+    (build_checks.py warns at them), or None if it is no notebook myst-nb can read."""
+    try:
+        return read_chapter(path, root, text=repaired(Path(path).read_text("utf8"), root)[0])
+    except (ChapterError, ValueError):
+        return None
 
-    They come from the execution cache, as myst-nb merges them. On a cache hit myst-nb
-    1.4 writes the UNexecuted notebook to `<build>/jupyter_execute/` (it merges the
-    outputs into a copy), so that file is read only for a page that runs outside the
-    cache (`execution_mode: force`) or that the cache lacks (its options do not read, so
-    myst-nb ran a repaired copy); then myst-nb has moved the glued values of
-    `display=False` into `<docname>.glue.json`, returned by name.
-    """
+
+def executed_notebook(path, build_dir, root=ROOT):
+    """(notebook, glue by name, run seconds) the build shows for the page at `path`, or
+    (None, {}, None): from the cache, as myst-nb merges them (the seconds only if the run
+    is the one the page needs now). A page myst-nb runs itself (`execution_mode: force`)
+    is read where myst-nb wrote it, with its `display=False` glue in `.glue.json`."""
     import json
 
     import nbformat
-    from cells import ChapterError
 
     path, root = Path(path).resolve(), Path(root).resolve()
-    try:
-        chapter = read_chapter(path, root)
-    except (ChapterError, ValueError):
-        chapter = None
-    if chapter is not None and (chapter.nb.metadata.get("mystnb") or {}).get(
-            "execution_mode") not in ("force", "inline"):
+    chapter = read_repaired(path, root)
+    if chapter is None:
+        return None, {}, None
+    if (chapter.nb.metadata.get("mystnb") or {}).get("execution_mode") not in ("force", "inline"):
         nb, record = cached(chapter, build_dir, root, any_run=True)
-        if nb is not None:  # a run's seconds count when it ran on what the page needs now
-            data = record.data or {}
-            return nb, {}, (data.get("execution_seconds")
-                            if data.get(KEY) == run_key(path, root) else None)
+        data = (record.data or {}) if record is not None else {}
+        return nb, {}, (data.get("execution_seconds")
+                        if data.get(KEY) == run_key(path, root) else None)
     written = Path(build_dir) / "jupyter_execute" / path.relative_to(root).with_suffix(".ipynb")
     if not written.exists():
         return None, {}, None
     nb = nbformat.read(written, as_version=4)
-    if chapter is not None:
-        nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
+    nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
     glue = written.with_name(written.stem + ".glue.json")
     return nb, json.loads(glue.read_text()) if glue.exists() else {}, None
 
 
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
-    """Cache an executed notebook as myst-nb would, with the key of what it ran on and
-    the numbers it was made with here."""
+    """Cache an executed notebook as myst-nb would, with its key and this machine's numerics."""
     from jupyter_cache.base import CacheBundleIn
 
     key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
@@ -140,7 +123,6 @@ def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
 # -- Sphinx ---------------------------------------------------------------------------
 
 ENV_KEYS = "engine_run_keys"  # {docname: run key} of the chapters as last read
-WARNED = "_engine_cache_warned"  # {(docname, line)} this build's runs warned about
 
 
 def _build_dir(app) -> Path:
@@ -156,12 +138,12 @@ def per_build(app, name, docname, make):
 
 
 def _shown(app, docname):
-    from myst_nb.ext.glue import extract_glue_data_cell
+    from myst_nb.ext.glue import extract_glue_data_cell  # `display=False` values leave the cell
 
     nb, glue, seconds = executed_notebook(app.env.doc2path(docname), _build_dir(app),
                                           app.srcdir)
     for index, cell in enumerate(nb.cells if nb is not None else []):
-        if cell.cell_type == "code":  # as myst-nb does: `display=False` values leave the cell
+        if cell.cell_type == "code":
             for key, output in extract_glue_data_cell(cell):
                 output.setdefault("metadata", {})["engine_cell_index"] = index
                 glue[key] = output
@@ -169,8 +151,8 @@ def _shown(app, docname):
 
 
 def shown_notebook(app, docname):
-    """(notebook, glue by name, run seconds) of the page as the build shows it, read once
-    per build (the checks, the report and the downloads all read it)."""
+    """`executed_notebook` with the glue moved out as myst-nb does, once per build (the
+    checks, the report and the downloads all read it)."""
     return per_build(app, "shown", docname, _shown)
 
 
@@ -190,68 +172,49 @@ def _notebook_paths(app):
 def _outdated(app, env, added, changed, removed):
     """Chapters whose engine snapshot (or data files) changed: read them again."""
     keys = getattr(env, ENV_KEYS, {})
-    root = Path(app.srcdir)
     return sorted(docname for docname, path in _notebook_paths(app).items()
-                  if docname in keys and keys[docname] != run_key(path, root))
+                  if docname in keys and keys[docname] != run_key(path, app.srcdir))
 
 
 def _run_chapters(app, env, docnames):
     """Before myst-nb reads them: run the chapters to be read whose outputs are not cached."""
-    from cells import ChapterError, repaired
-    from sphinx.util import logging
-
-    logger = logging.getLogger(__name__)
-    root, build = Path(app.srcdir), _build_dir(app)
-    keys = getattr(env, ENV_KEYS, None)
-    if keys is None:
-        keys = {}
-        setattr(env, ENV_KEYS, keys)
-    paths = _notebook_paths(app)
-    to_run = []
-    for docname in sorted(docnames):
-        if docname not in paths:
-            continue
-        try:  # options that do not read: build_checks.py warns, myst-nb reads them repaired
-            text = repaired(paths[docname].read_text(encoding="utf8"), root)[0]
-            chapter = read_chapter(paths[docname], root, text=text)
-        except (ChapterError, ValueError):
-            continue
-        keys[docname] = run_key(paths[docname], root)
-        if cached(chapter, build, root)[0] is None:
-            to_run.append((docname, chapter))
-    if not to_run:
-        return
     import concurrent.futures
     import multiprocessing
 
     import nbformat
-    from execution import execute_in_worker
+    from sphinx.util import logging
 
-    workers = min(len(to_run), max(1, min(os.cpu_count() or 1, 2)))
+    root, build = Path(app.srcdir), _build_dir(app)
+    keys = env.__dict__.setdefault(ENV_KEYS, {})
+    paths = _notebook_paths(app)
+    to_run = []
+    for docname in sorted(set(docnames) & set(paths)):
+        chapter = read_repaired(paths[docname], root)
+        if chapter is not None:
+            keys[docname] = run_key(paths[docname], root)
+            if cached(chapter, build, root)[0] is None:
+                to_run.append((docname, chapter))
+    if not to_run:
+        return
+    workers = min(len(to_run), os.cpu_count() or 1, 2)
     # two kernels on two cores: one BLAS thread each, or OpenBLAS's threads spin against
     # each other (the book verifies under 1 and 2 threads: tests/numerics.py)
     env = {"OPENBLAS_NUM_THREADS": "1"} if workers > 1 and (
         "OPENBLAS_NUM_THREADS" not in os.environ) else None
-    # one process per kernel client: jupyter_client's sockets are not for sharing threads
-    context = multiprocessing.get_context("spawn")
+    # a process per kernel client, as jupyter_client's sockets are not for sharing threads;
+    # a spawned worker gets this sys.path
     with concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=context) as pool:  # a spawned worker gets this sys.path
-        runs = {pool.submit(execute_in_worker, str(chapter.path), chapter.text, str(root),
-                            str(build), env): (docname, chapter) for docname, chapter in to_run}
-        warned = app.__dict__.setdefault(WARNED, set())
+            workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        runs = {pool.submit(execution.execute_in_worker, str(chapter.path), chapter.text,
+                            str(root), str(build), env): (docname, chapter)
+                for docname, chapter in to_run}
         for future in concurrent.futures.as_completed(runs):
             docname, chapter = runs[future]
-            text, problems, seconds = future.result()
-            stopped = any(what.startswith(("cell timed out", "kernel died"))
-                          for _, what in problems)
+            text, cut_short, seconds = future.result()
             store(chapter, nbformat.reads(text, as_version=4), build, seconds, root,
-                  failed=stopped)
-            logger.info(f"engine_cache: ran {docname} on {run_key(chapter.path, root)} "
-                        f"in {seconds:.1f} s")
-            for line, what in problems:
-                warned.add((docname, line))
-                logger.warning(what, location=(docname, line), type="engine",
-                               subtype="execution")
+                  failed=cut_short)
+            logging.getLogger(__name__).info(
+                f"engine_cache: ran {docname} on {keys[docname]} in {seconds:.1f} s")
 
 
 def setup(app):

@@ -1,12 +1,10 @@
 """Run a chapter: one kernel on the engine as of that chapter, cell by cell.
 
-The build (engine_cache.py, before myst-nb reads a page) and the chapter verifier
-(tests/verifier.py) run chapters through `execute` and nothing else: a kernel whose
-`engine` is the chapter's snapshot (book/_ext/snapshots.py; PYTHONPATH names
-`<build>/snapshots/<chapter>-<hash>`), in the chapter's folder, each cell under its own
-`timeout:` (default `execute: timeout`), streams joined into one output per name.
-`numerics` says which numbers such a run makes here (OpenBLAS's core, NumPy's SIMD
-groups and version); every stored run carries it.
+The build (engine_cache.py) and the verifier (tests/verifier.py) run chapters through
+`execute` alone: a kernel whose `engine` is the chapter's snapshot (snapshots.py), in
+the chapter's folder, each cell under its own `timeout:`, streams joined. A timeout or
+a dead kernel stops the run and becomes the cell's error output, so the build's checks
+find it as they find a cell that raised. `numerics` says which numbers a run makes here.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from pathlib import Path
 
 import snapshots
 from book_config import ROOT, default_timeout
-from cells import read_chapter
 
 
 def snapshot_of(path, root=ROOT):
@@ -50,8 +47,6 @@ def kernel_env(path, build_dir, root=ROOT) -> dict:
     return {"PYTHONPATH": os.pathsep.join(
         p for p in (str(folder), os.environ.get("PYTHONPATH", "")) if p)}
 
-
-# -- the numbers a run makes here ---------------------------------------------------------
 
 _PROBE = r"""
 import ctypes, glob, json, os
@@ -81,20 +76,20 @@ def probe(variables: dict) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def numerics() -> str:
-    """This process's numbers (what its kernels inherit), as one line."""
+    """This process's numbers (what its kernels inherit), as one line of JSON."""
     return json.dumps(probe({}), sort_keys=True)
 
 
-# -- running a chapter -------------------------------------------------------------------
+def _no_limit_below_zero(seconds):
+    return None if seconds is None or seconds < 0 else seconds
 
 
 def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
     """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
 
     The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
-    (executed notebook, {fence line: seconds}, failures, total seconds), where
-    failures holds timeouts and kernel deaths only (errors are outputs, checked with
-    the rest); a cell that timed out gets an error output saying so.
+    (executed notebook, {fence line: seconds}, failures, total seconds), where failures
+    holds the timeout or kernel death that stopped the run, if any.
     """
     from nbclient import NotebookClient
     from traitlets.config import Config
@@ -104,16 +99,9 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
     timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
     # a chapter may override the timeout in its front matter, as myst-nb allows
     timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
-    timeout = nb.metadata.get("execution", {}).get("timeout", timeout)
-    timeout = None if timeout is None or timeout < 0 else timeout
-
-    def timeout_of(cell):
-        value = cell.metadata.get("timeout", timeout)
-        return None if value is None or value < 0 else value
-
+    timeout = _no_limit_below_zero(nb.metadata.get("execution", {}).get("timeout", timeout))
     # Unix sockets in a folder of this run's own, not TCP ports: kernels started at the
-    # same moment (two per build, more beside it in the tests) can pick the same "free"
-    # port. The folder is short-named, as a socket's path is limited to about 100 bytes.
+    # same moment can pick the same "free" port. Short-named: a socket path has ~100 bytes.
     sockets = tempfile.mkdtemp(prefix="k")
     client = NotebookClient(
         nb, timeout=timeout, allow_errors=True,
@@ -124,74 +112,57 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
         kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
         resources={"metadata": {"path": str(chapter.path.parent)}},
     )
-    client.timeout_func = timeout_of
-    variables = {**kernel_env(chapter.path, build_dir, root), **(env or {})}
+    client.timeout_func = lambda cell: _no_limit_below_zero(cell.metadata.get("timeout", timeout))
+    variables = {**os.environ, **kernel_env(chapter.path, build_dir, root), **(env or {})}
     lines = {cell.index: cell.line for cell in chapter.cells}
-    seconds, failures = {}, []
     start = time.perf_counter()
     client.reset_execution_trackers()
     try:
-        run_cells(client, nb, lines, timeout_of, seconds, failures, variables)
+        seconds, failures = run_cells(client, nb, lines, variables)
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     return nb, seconds, failures, time.perf_counter() - start
 
 
-def run_cells(client, nb, lines, timeout_of, seconds, failures, variables):
-    """Start the kernel, run every code cell in order, stop at a timeout or a dead kernel."""
+def run_cells(client, nb, lines, variables):
+    """Start the kernel and run every code cell in order, up to a timeout or a dead kernel:
+    ({fence line: seconds}, [Failure] of what stopped the run)."""
     from checks import Failure
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
 
-    with client.setup_kernel(env={**os.environ, **variables}):
+    seconds, failures = {}, []
+    with client.setup_kernel(env=variables):
         info = client.wait_for_reply(client.kc.kernel_info())
         if info is not None and "language_info" in info["content"]:
             nb.metadata["language_info"] = info["content"]["language_info"]
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            t0 = time.perf_counter()
+            start = time.perf_counter()
             try:
                 client.execute_cell(cell, index)
-            except CellTimeoutError:
-                what = (f"cell timed out after {timeout_of(cell)} s (set `timeout:` in its "
-                        "options if it needs longer); later cells not run")
-                cell.outputs.append(new_output("error", ename="CellTimeoutError", evalue=what,
-                                               traceback=[f"CellTimeoutError: {what}"]))
-                failures.append(Failure(lines[index], what))
-                seconds[lines[index]] = time.perf_counter() - t0
+            except (CellTimeoutError, DeadKernelError) as error:
+                what = f"kernel died: {error}"
+                if isinstance(error, CellTimeoutError):
+                    what = (f"cell timed out after {client.timeout_func(cell)} s (set `timeout:` "
+                            "in its options if it needs longer); later cells not run")
+                name = type(error).__name__  # one of checks.STOPPING_ERRORS
+                cell.outputs.append(new_output("error", ename=name, evalue=what,
+                                               traceback=[f"{name}: {what}"]))
+                failures.append(Failure(lines[index], what, kind="error"))
+            seconds[lines[index]] = time.perf_counter() - start
+            if failures:
                 break
-            except DeadKernelError as error:
-                failures.append(Failure(lines[index], f"kernel died: {error}"))
-                break
-            seconds[lines[index]] = time.perf_counter() - t0
         client.set_widgets_metadata()
-
-
-def run_problems(chapter, executed, failures):
-    """[(line, what)] the build reports for a run: timeouts, a dead kernel, and every cell
-    that raised without being tagged `raises-exception` (as myst-nb's own execution does
-    with `allow_errors: false`)."""
-    from checks import cell_output
-
-    problems = [(f.line, f.what) for f in failures]
-    stopped = {line for line, _ in problems}
-    for cell in chapter.cells:
-        if cell.raises or cell.line in stopped:
-            continue
-        output = cell_output(executed.cells[cell.index].get("outputs", []))
-        if output.error is not None:
-            problems.append((cell.line, "cell raised " + (
-                output.error_line or output.error.strip().splitlines()[-1])))
-    return problems
+    return seconds, failures
 
 
 def execute_in_worker(path, text, root, build_dir, env):
-    """`execute` in a worker process: (notebook as JSON, [(line, what)], seconds)."""
+    """`execute` in a worker process: (notebook as JSON, cut short?, seconds)."""
     import nbformat
+    from cells import read_chapter
 
-    chapter = read_chapter(path, root, text=text)
-    executed, _, failures, seconds = execute(chapter, root, build_dir, env)
-    return nbformat.writes(executed), run_problems(chapter, executed, failures), seconds
-
-
+    executed, _, failures, seconds = execute(read_chapter(path, root, text=text), root,
+                                             build_dir, env)
+    return nbformat.writes(executed), bool(failures), seconds
