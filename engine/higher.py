@@ -175,8 +175,8 @@ def backward_with_graph(root, gradient, retain_graph=None):
 
 
 def hvp(f, x, v):
-    """(f(x), H v) for a function f of one tensor with one entry, its Hessian H at x,
-    as torch.autograd.functional.hvp: reverse over reverse, two sweeps."""
+    """(f(x), H v) for a function f of one tensor x whose value f(x) has one entry, H its
+    Hessian at x, as torch.autograd.functional.hvp: reverse over reverse, two sweeps."""
     x = _leaf(x)
     y = f(x)
     (g,) = grad(y, x, create_graph=True)  # the gradient, as a tensor with a graph
@@ -218,8 +218,8 @@ def jacobian(f, x, by="rows"):
 
 
 def hessian(f, x):
-    """The Hessian of a function f of one tensor with one entry, of shape x.shape + x.shape:
-    one Hessian-vector product per entry of x."""
+    """The Hessian at x of a function f of one tensor x whose value f(x) has one entry, of
+    shape x.shape + x.shape: one Hessian-vector product per entry of x."""
     x = _leaf(x)
     rows = [hvp(f, x, _unit(x.shape, i))[1].data for i in range(x.data.size)]
     return Tensor(np.reshape(rows, x.shape + x.shape), requires_grad=False)
