@@ -536,10 +536,10 @@ CASES = [
             loss.backward()
             loss.backward()""",
         raises=(RuntimeError, "backward through a freed graph: the closure of 'sum' and the "
-                              "values it saved were released by an earlier backward() to give "
-                              "their memory back. Call backward(retain_graph=True) the first "
-                              "time if you need a second sweep, or run the forward pass "
-                              "again."),
+                              "values it saved were released by an earlier backward() or "
+                              "engine.grad() to give their memory back. Pass "
+                              "retain_graph=True to the first sweep if you need a second "
+                              "one, or run the forward pass again."),
         advice="Run the forward pass again for each backward, as a training loop does, or "
                "pass `retain_graph=True` to the first `backward` ({doc}`memory`).",
         checks="""\

@@ -262,9 +262,9 @@ def check_saved(node):
     if is_freed(node):
         raise RuntimeError(
             f"backward through a freed graph: the closure of '{node.op}' and the "
-            "values it saved were released by an earlier backward() to give their "
-            "memory back. Call backward(retain_graph=True) the first time if you "
-            "need a second sweep, or run the forward pass again."
+            "values it saved were released by an earlier backward() or engine.grad() to "
+            "give their memory back. Pass retain_graph=True to the first sweep if you "
+            "need a second one, or run the forward pass again."
         )
     #> fast
     if node.saved_versions == write_clock[0]:
