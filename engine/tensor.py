@@ -612,8 +612,9 @@ class Tensor:
         if any(ints) and not all(ints) and any(_is_array_index(p) for p in parts):
             # PyTorch applies the ints first, x[0, :, [1, 3]] = x[0][:, [1, 3]];
             # NumPy would move the array's axis to the front
-            first = tuple(p if is_int else slice(None) for p, is_int in zip(parts, ints)
-                          if p is not None)
+            # an Ellipsis stays one: it stands for as many axes as the rest leaves
+            first = tuple(p if is_int or p is Ellipsis else slice(None)
+                          for p, is_int in zip(parts, ints) if p is not None)
             return self[first][tuple(p for p, is_int in zip(parts, ints) if not is_int)]
         shape = self.shape
         #< shapes, replaced in errors

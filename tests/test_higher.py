@@ -271,7 +271,7 @@ def indexing(draw, rng):
                   (rng.random(shape[:2]) < 0.5,)]
     if len(shape) >= 3:
         forms += [(0, slice(None), np.array([0, 0, shape[2] - 1])),  # ints first, as PyTorch
-                  (0, ..., np.array([0, 0]))]  # (on 2 axes the engine fails: see the xfail)
+                  (0, ..., np.array([0, 0]))]
     index = draw(st.sampled_from(range(len(forms))))
     index = forms[index]
     index = tuple(i % n if isinstance(i, int) and k == 0 else i for k, i in enumerate(index))
@@ -1053,10 +1053,9 @@ def test_cross_entropy_fast_path_has_second_derivatives_as_pytorch():
 # -- found while writing these tests ----------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="engine/tensor.py __getitem__: ints first, with "
-                   "Ellipsis read as one slice: x[0, ..., [0, 0]] of a (2, 3) tensor indexes "
-                   "3 axes and raises IndexError; NumPy and PyTorch give [x00, x00]")
 def test_an_int_an_ellipsis_and_an_array_index_a_2d_tensor():
+    """Ints first (as PyTorch) with an Ellipsis kept whole: it read as one slice, so
+    x[0, ..., [0, 0]] of a (2, 3) tensor indexed 3 axes and raised IndexError."""
     x = np.arange(6.0).reshape(2, 3)
     y = Tensor(x)[0, ..., np.array([0, 0])]
     np.testing.assert_array_equal(y.data, x[0, ..., [0, 0]])
