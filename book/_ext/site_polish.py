@@ -9,9 +9,11 @@
   offline); the theme ships the same icons, so the link is dropped.
 * `site_static/` (engine-site.js and .css; the script's header says what each part does)
   is added to every page. Its files' hash is a configuration value, so that a rebuild after
-  an edit of one of them alone writes every page again, each linking the new `?v=` checksum
-  (Sphinx copies the static files before it writes pages, but writes only the pages it
-  finds out of date).
+  an edit of one of them alone writes every page again (Sphinx 7.4 copies static files
+  before it writes pages, but writes only the pages it finds out of date).
+* Every local `_static` link carries the checksum (`?v=`) of the file beside it once the
+  build is done: on a clean build Sphinx links myst-nb's stylesheet, searchtools.js and
+  language_data.js without one (they are not there yet), and a rebuild adds it.
 * The footer names the book's version (pyproject.toml's).
 * sphinx-proof's index lists each chapter's definitions and theorems by the number and
   title the page shows ("Theorem 3.1 (Chain rule)"), in the book's order, not by label.
@@ -24,6 +26,7 @@ import tomllib
 from pathlib import Path
 
 from book_config import toc_docnames
+from book_pdf import link_pdf  # noqa: F401  (tests/test_determinism.py calls it from here)
 
 STATIC = Path(__file__).resolve().parent / "site_static"
 _CDN_FONT_AWESOME = re.compile(
@@ -66,6 +69,28 @@ def _links_once_and_on_site(app, pagename, templatename, context, doctree):
         assets[:] = first.values()  # in place: handlers after this one may still add assets
     if "awesome" in (context.get("body") or ""):
         context["body"] = _CDN_FONT_AWESOME.sub("", context["body"])
+
+
+_STATIC_LINK = re.compile(
+    r'(?P<attr>(?:href|src)=")(?P<uri>(?:\.\./)*_static/[^"?#]+)(?:\?v=[0-9a-f]*)?"')
+
+
+def _checksum_every_static_link(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    from sphinx.builders.html._assets import _file_checksum
+
+    outdir = Path(app.outdir).resolve()
+    for page in outdir.rglob("*.html"):
+        def stamp(match):
+            target = (page.parent / match["uri"]).resolve()
+            checksum = target.is_relative_to(outdir) and _file_checksum(
+                outdir, target.relative_to(outdir))
+            return f'{match["attr"]}{match["uri"]}?v={checksum}"' if checksum else match[0]
+
+        text = page.read_text(encoding="utf-8")
+        if (fixed := _STATIC_LINK.sub(stamp, text)) != text:
+            page.write_text(fixed, encoding="utf-8")
 
 
 def _proof_titles(env, docname):
@@ -125,7 +150,8 @@ def setup(app):
     app.connect("config-inited", _defaults)
     app.connect("builder-inited", _singlehtml_renders_like_html)
     _titled_proof_index()
-    app.setup_extension("book_pdf")
+    app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
+    app.setup_extension("book_pdf")  # links the PDF (priority 910: after the checksums)
     app.add_css_file("engine-site.css")
     app.add_js_file("engine-site.js", loading_method="defer")  # after MathJax's (defer too)
     # before the themes' handlers: html-page-context stops at the first that returns a template
