@@ -137,18 +137,8 @@ def _titled_proof_index():
     ProofDomain.indices = [TitledProofIndex]
 
 
-def _singlehtml_renders_like_html(app):
-    """sphinx-proof and sphinx-exercise register their nodes' visitors for `html` only,
-    and the one-page build the PDF is printed from failed on the first theorem."""
-    if app.builder.name == "singlehtml":
-        single = app.registry.translation_handlers.setdefault("singlehtml", {})
-        for node_name, visitors in app.registry.translation_handlers.get("html", {}).items():
-            single.setdefault(node_name, visitors)
-
-
 def setup(app):
     app.connect("config-inited", _defaults)
-    app.connect("builder-inited", _singlehtml_renders_like_html)
     _titled_proof_index()
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.setup_extension("book_pdf")  # links the PDF (priority 910: after the checksums)
