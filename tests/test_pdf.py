@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import site_polish
+import book_pdf
 from site_pages import CHROMIUM
 from support import pdf_job
 
@@ -137,7 +137,7 @@ def _site(tmp_path):
 
 def test_a_site_without_the_pdf_links_none(tmp_path):
     html = _site(tmp_path)
-    assert not site_polish.link_pdf(html, tmp_path / "_build" / "pdf" / "book.pdf")
+    assert not book_pdf.link_pdf(html, tmp_path / "_build" / "pdf" / "book.pdf")
     assert (html / "book" / "intro.html").read_text() == INTRO
     assert not (html / "book.pdf").exists()
 
@@ -147,8 +147,8 @@ def test_a_site_given_the_pdf_carries_it_and_links_it_once(tmp_path):
     pdf = tmp_path / "_build" / "pdf" / "book.pdf"
     pdf.parent.mkdir(parents=True)
     pdf.write_bytes(b"%PDF-1.4 " + b"x" * 3000)
-    assert site_polish.link_pdf(html, pdf)
-    assert site_polish.link_pdf(html, pdf)  # the PDF command after a build that linked it
+    assert book_pdf.link_pdf(html, pdf)
+    assert book_pdf.link_pdf(html, pdf)  # the PDF command after a build that linked it
     intro = (html / "book" / "intro.html").read_text()
     assert intro.count('href="../book.pdf"') == 1, intro
     assert intro.index("as one PDF") < intro.index("eng-pdf-link")

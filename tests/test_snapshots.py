@@ -132,7 +132,7 @@ def test_no_snapshot_holds_a_line_of_a_later_chapter(chapter):
 
 
 def test_the_last_snapshot_is_the_package():
-    last = snapshots.snapshot_files(snapshots.last_chapter(ROOT), ROOT)
+    last = snapshots.snapshot_files(snapshots.chapter_order(ROOT)[-1], ROOT)
     for path in sorted((ROOT / "engine").rglob("*.py")):
         if "__pycache__" in path.parts:
             continue
@@ -309,7 +309,7 @@ def test_a_snapshot_folder_is_whole_while_another_process_writes_it(tmp_path, mo
     """The session's build and the numerical-environment matrix (which runs alongside it)
     ask for the same snapshot folders at the same moment: none may see one half written.
     Here a second caller asks while the first has written only part of the files."""
-    chapter = snapshots.last_chapter(ROOT)
+    chapter = snapshots.chapter_order(ROOT)[-1]
     expected = sorted(snapshots.snapshot_files(chapter, ROOT))
     seen = []
     write_text = Path.write_text

@@ -1,18 +1,10 @@
-"""The book's configuration and its chapter list, as the build sees them.
-
-- `book_config` is the Sphinx configuration jupyter-book derives from `_config.yml`;
-  `md_parser_config` the MyST settings myst-parser builds from it, so a chapter read
-  here is the notebook (and jupyter-cache hash) the site build executes.
-- The table of contents is sphinx-external-toc's site map of `_toc.yml`: `toc_docnames`
-  in the book's order, `chapter_paths` the MyST notebooks among them,
-  `notebook_docnames` the same inside a Sphinx build, `pages_missing_from_toc` the
-  pages the build leaves out for not being listed.
-- `front_matter` and `data_files` read a page's YAML front matter.
-"""
+"""The book's configuration, its pages' front matter and its table of contents, read once
+the way the build reads them (jupyter-book's config, myst-parser's settings, sphinx-external-toc)."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path
 
@@ -50,6 +42,15 @@ def default_timeout(root=ROOT):
     return book_config(root).get("nb_execution_timeout", 30)
 
 
+def content_hash(named_contents) -> str:
+    """A short hash of (name, str or bytes) pairs: what cached outputs are keyed on."""
+    digest = hashlib.sha256()
+    for name, content in named_contents:
+        content = content.encode() if isinstance(content, str) else content
+        digest.update(name.encode() + b"\0" + content + b"\0")
+    return digest.hexdigest()[:16]
+
+
 # -- front matter -------------------------------------------------------------------------
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.S)
@@ -85,11 +86,17 @@ def is_notebook(text: str) -> bool:
 # -- the table of contents ----------------------------------------------------------------
 
 
-def site_map(root=ROOT):
-    """sphinx-external-toc's site map of `<root>/_toc.yml`."""
+@functools.lru_cache(maxsize=8)
+def _site_map(toc: str, stamp: tuple):
     from sphinx_external_toc.parsing import parse_toc_yaml
 
-    return parse_toc_yaml(str(Path(root) / "_toc.yml"))
+    return parse_toc_yaml(toc)
+
+
+def site_map(root=ROOT):
+    """sphinx-external-toc's site map of `<root>/_toc.yml` (read again when it changes)."""
+    toc = Path(root) / "_toc.yml"
+    return _site_map(str(toc), (toc.stat().st_mtime_ns, toc.stat().st_size))
 
 
 def toc_docnames(root=ROOT) -> list[str]:
@@ -98,40 +105,33 @@ def toc_docnames(root=ROOT) -> list[str]:
 
 
 def chapter_paths(root=ROOT) -> list[Path]:
-    """Every MyST notebook `_toc.yml` lists, in table-of-contents order."""
+    """Every MyST notebook `_toc.yml` lists, in the book's order."""
     paths = [Path(root) / f"{docname}.md" for docname in toc_docnames(root)]
     return [p for p in paths if p.is_file() and is_notebook(p.read_text(encoding="utf8"))]
 
 
 def notebook_docnames(env) -> list[str]:
-    """In a Sphinx build: the docnames whose source is a notebook, in toc order."""
+    """In a Sphinx build: the docnames whose source is a notebook, in the book's order."""
+    order = toc_docnames(env.srcdir)
     names = [d for d in env.found_docs if "kernelspec" in env.metadata.get(d, {})]
-    order = {d: i for i, d in enumerate(toc_docnames(env.srcdir))}
-    return sorted(names, key=lambda d: (order.get(d, len(order)), d))
+    return sorted(names, key=lambda d: (order.index(d) if d in order else len(order), d))
 
 
 def pages_missing_from_toc(root=ROOT) -> list[Path]:
-    """Pages in the chapters' folder (the root page's, `book/`) that `_toc.yml` does not list.
-
-    With `only_build_toc_files: true` the build leaves them out without a word, and the
-    chapter tests (one per chapter of the toc) never see them. Files the configuration
-    excludes are not pages.
-    """
+    """Pages in the root page's folder that `_toc.yml` does not list and the configuration
+    does not exclude: with `only_build_toc_files: true` the build leaves them out silently."""
     from sphinx.util.matching import Matcher
 
     root = Path(root).resolve()
-    pages = site_map(root)
-    listed = set(pages)
-    folder = root / Path(pages.root.docname).parent
+    listed = set(site_map(root))
     excluded = Matcher(book_config(root).get("exclude_patterns", []))
     missing = []
-    for path in sorted(folder.rglob("*")):
-        if path.suffix not in (".md", ".ipynb") or not path.is_file():
+    for path in sorted((root / Path(site_map(root).root.docname).parent).rglob("*")):
+        parts = path.relative_to(root).as_posix().split("/")
+        if path.suffix not in (".md", ".ipynb") or not path.is_file() or any(
+                excluded("/".join(parts[:i + 1])) for i in range(len(parts))):
             continue
-        relative = path.relative_to(root).as_posix()
-        parts = relative.split("/")
-        if any(excluded("/".join(parts[: i + 1])) for i in range(len(parts))):
-            continue
+        relative = "/".join(parts)
         if relative[: -len(path.suffix)] not in listed and relative not in listed:
             missing.append(path)
     return missing
@@ -153,6 +153,5 @@ def slug(path, root=ROOT) -> str:
 
 def display_path(path, root=ROOT) -> str:
     """The path a reader types: relative to the repository when inside it."""
-    path = Path(path).resolve()
-    root = Path(root).resolve()
+    path, root = Path(path).resolve(), Path(root).resolve()
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)

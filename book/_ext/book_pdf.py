@@ -1,39 +1,32 @@
-"""The whole book as one PDF, printed by the Chromium the browser tests use.
+"""The whole book as one PDF, printed from the built site by the Chromium the browser tests use.
 
     .venv/bin/python book/_ext/book_pdf.py          (the README's PDF command)
 
-1. Builds the book as one HTML page (`jupyter-book build . --builder singlehtml
-   -W -n --keep-going` into `_build/singlehtml`). It uses the same execution cache as
-   the site, so after a site build no cell runs again; on a fresh clone it executes
-   the chapters once, as the site build would.
-2. Serves that page on localhost and loads it in headless Chromium (Debian's
-   `/usr/bin/chromium`, driven by Playwright), waits for MathJax to typeset it, and
-   prepares it for paper: every solution, dropdown and folded block is opened, each
-   chapter's solutions move to a "Solutions" section at the chapter's end, and the
-   players' buttons are hidden (a player prints the frame it shows).
-3. Prints it (`page.pdf`, A4) to `_build/pdf/book.pdf`.
-
-4. If the site is built (`_build/html`), copies the PDF into it and links it from the
-   intro (`site_polish.link_pdf`, the step an HTML build runs when it finds the PDF),
-   so the site carries the link exactly when it carries the file, whichever of the
-   two was made first. tests/test_pdf.py checks the PDF and the link.
+It builds the site (the README's build command: after a build, nothing runs again), joins
+the articles of its pages in the book's order into one page (`_build/pdf/book.html`), loads that in headless Chromium (Debian's
+`/usr/bin/chromium`, driven by Playwright), waits for MathJax, prepares it for paper (every
+folded block open, each chapter's solutions moved to its end, the players' buttons hidden)
+and prints it to A4 as `_build/pdf/book.pdf`. Then it copies the PDF into the site and
+links it from the intro; a site build that finds the PDF does the same (`setup`), so a site
+carries the link exactly when it carries the file. tests/test_pdf.py checks both.
 """
 
-import functools
-import http.server
+import os
+import re
+import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SINGLE = ROOT / "_build" / "singlehtml"
-PDF = ROOT / "_build" / "pdf" / "book.pdf"
+HTML, PDF = ROOT / "_build" / "html", ROOT / "_build" / "pdf" / "book.pdf"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-BUILD = ["build", ".", "--builder", "singlehtml", "-W", "-n", "--keep-going"]
+ARTICLE = re.compile(r'<article class="bd-article">.*?</article>', re.S)
+BOOK_TOC = re.compile(r'<p aria-level="2" class="caption".*?(?=\s*</div>\s*</nav>)', re.S)  # sidebar's
+PAGE_TOC = re.compile(r'<nav aria-label="Page">.*?</nav>', re.S)  # the printed contents
 
 # Run in the page before printing.
 PREPARE_FOR_PAPER = r"""() => {
@@ -42,9 +35,7 @@ PREPARE_FOR_PAPER = r"""() => {
   document.querySelectorAll('.toggle-button').forEach(b => b.remove());
   document.querySelectorAll('div.animation .anim-buttons, div.animation .anim-state,'
       + ' div.animation input.anim-slider').forEach(e => e.style.display = 'none');
-  // the one-page build marks where each document starts: <span id="document-book/...">
-  const chapters = Array.from(document.querySelectorAll('span[id^="document-"]'))
-    .map(span => span.nextElementSibling).filter(s => s && s.tagName === 'SECTION');
+  const chapters = Array.from(document.querySelectorAll('article.bd-article'));
   let moved = 0;
   chapters.forEach(chapter => {
     const solutions = Array.from(chapter.querySelectorAll('div.solution'));
@@ -57,39 +48,39 @@ PREPARE_FOR_PAPER = r"""() => {
     solutions.forEach(s => { end.appendChild(s); moved += 1; });
     chapter.appendChild(end);
   });
-  return {chapters: chapters.map(c => c.querySelector('h1, h2').textContent
-                                  .replace(/[#\u00b6]$/, '').trim()),
-          solutions: moved};
+  return {chapters: chapters.length, solutions: moved};
 }"""
 
 PRINT_CSS = """
 @page { size: A4; margin: 16mm 14mm 18mm 14mm; }
-span[id^="document-"] + section { break-before: page; }
-.pdf-solutions { break-before: page; }
+article.bd-article + article.bd-article, .pdf-solutions { break-before: page; }
 div.math mjx-container, .pst-scrollable-table-container { overflow: visible !important; }
 div.math mjx-container[display="true"] { max-width: 100%; }
 figure, .cell_output img, div.solution, .proof, .theorem, .definition { break-inside: avoid; }
 a.headerlink { display: none !important; }
+#jb-print-toc nav ul { display: block; }
 """
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+def one_page(html=HTML, out=PDF.with_suffix(".html"), root=ROOT):
+    """The site's pages joined in the book's order: the intro's page, its contents the
+    book's, its article replaced by every page's; links between pages become links inside
+    it, and `../_static` and `../_images` lead into the site."""
+    from book_config import toc_docnames
 
-
-def build_single_page(root=ROOT):
-    """The book as one HTML page, the site's build command with the singlehtml builder."""
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    result = subprocess.run([str(jupyter_book), *BUILD], cwd=root, capture_output=True,
-                            text=True, timeout=1800)
-    if result.returncode != 0:
-        tail = (result.stdout + result.stderr).splitlines()[-40:]
-        raise SystemExit("the one-page build failed:\n" + "\n".join(tail))
-    page = next((root / "_build" / "singlehtml").rglob("intro.html"), None)
-    if page is None:
-        raise SystemExit(f"the one-page build wrote no intro.html under {SINGLE}")
-    return page
+    docnames = toc_docnames(root)
+    intro = (html / f"{docnames[0]}.html").read_text(encoding="utf-8")
+    articles = [ARTICLE.search((html / f"{d}.html").read_text(encoding="utf-8"))[0]
+                for d in docnames]
+    first_id = {f"{Path(d).name}.html": "#" + re.search(r' id="([^"]+)"', article)[1]
+                for d, article in zip(docnames, articles)}
+    book_toc = f'<nav aria-label="Book">{BOOK_TOC.search(intro)[0]}</nav>'
+    text = ARTICLE.sub(lambda _: "\n".join(articles), PAGE_TOC.sub(lambda _: book_toc, intro, 1), 1)
+    text = re.sub(r'href="([\w-]+\.html)(#[^"]*)?"', lambda m: f'href="{m[2] or first_id[m[1]]}"'
+                  if m[1] in first_id else m[0], text)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(re.sub(r'(["(])\.\./_', r"\1../html/_", text), encoding="utf-8")
+    return out
 
 
 def print_pdf(page, out=PDF):
@@ -97,55 +88,83 @@ def print_pdf(page, out=PDF):
 
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    # Sphinx writes the one page at book/intro.html (the root document's path) but
-    # links its _static and _images as if it stood at the top: serve a copy from there
-    site = page.parents[1] if page.parent.name == "book" else page.parent
-    (site / "book.html").write_text(page.read_text(encoding="utf-8"), encoding="utf-8")
-    handler = functools.partial(_Quiet, directory=str(site))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/book.html"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM),
-                                                 args=CHROMIUM_ARGS)
-            tab = browser.new_page(viewport={"width": 1000, "height": 1400})
-            tab.goto(url, wait_until="load", timeout=120000)
-            tab.wait_for_load_state("networkidle", timeout=120000)
-            tab.wait_for_function(
-                "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
-                timeout=300000)
-            tab.evaluate("async () => { await window.MathJax.startup.promise; }")
-            tab.emulate_media(media="print")
-            summary = tab.evaluate(PREPARE_FOR_PAPER)
-            tab.add_style_tag(content=PRINT_CSS)
-            tab.wait_for_timeout(300)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            tab.pdf(path=str(out), format="A4", print_background=True,
-                    display_header_footer=True, header_template="<span></span>",
-                    footer_template='<div style="font-size:8px;width:100%;text-align:center">'
-                    '<span class="pageNumber"></span> / <span class="totalPages"></span></div>',
-                    margin={"top": "16mm", "bottom": "18mm", "left": "14mm", "right": "14mm"})
-            browser.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1000, "height": 1400})
+        tab.goto(page.as_uri(), wait_until="load", timeout=120000)
+        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                              timeout=300000)
+        tab.evaluate("async () => { await window.MathJax.startup.promise; }")
+        tab.emulate_media(media="print")
+        summary = tab.evaluate(PREPARE_FOR_PAPER)
+        tab.add_style_tag(content=PRINT_CSS)
+        tab.wait_for_timeout(300)
+        tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
+                header_template="<span></span>",
+                footer_template='<div style="font-size:8px;width:100%;text-align:center">'
+                '<span class="pageNumber"></span> / <span class="totalPages"></span></div>',
+                margin={"top": "16mm", "bottom": "18mm", "left": "14mm", "right": "14mm"})
+        browser.close()
     return summary
+
+
+# -- the site carries the PDF -------------------------------------------------------------
+
+PDF_LINK = ('<p class="eng-pdf-link">This copy of the site carries it: '
+            '<a class="reference external" href="../book.pdf">book.pdf</a> ({size}).</p>')
+_PDF_PARAGRAPH = re.compile(r"<p>[^<]*\bas one PDF\b.*?</p>", re.S)
+
+
+def link_pdf(html, pdf):
+    """Copy `pdf` to the site at `html` and link it after the intro's paragraph about the
+    PDF; return whether the site links it. Twice changes nothing; without a PDF or an
+    intro, nothing is done."""
+    html, pdf = Path(html), Path(pdf)
+    intro = html / "book" / "intro.html"
+    if not pdf.is_file() or not intro.is_file():
+        return False
+    _replace(html / "book.pdf", lambda part: shutil.copyfile(pdf, part))  # before its link
+    text = re.sub(r'\n?<p class="eng-pdf-link">.*?</p>', "", intro.read_text(encoding="utf-8"),
+                  flags=re.S)
+    paragraph = _PDF_PARAGRAPH.search(text)
+    if paragraph is None:
+        return False
+    link = PDF_LINK.format(size=f"{pdf.stat().st_size / 2**20:.1f} MiB")
+    text = text[:paragraph.end()] + "\n" + link + text[paragraph.end():]
+    _replace(intro, lambda part: part.write_text(text, encoding="utf-8"))
+    return True
+
+
+def _replace(path, write):
+    """Write `path` whole or not at all: a reader of the site (a browser test, a server)
+    that opens it meanwhile gets the old file or the new one, never half of one."""
+    part = path.with_name(path.name + ".part")
+    write(part)
+    os.replace(part, path)
+
+
+def _link_after_build(app, exception):
+    if exception is None and app.builder.name == "html":
+        link_pdf(app.outdir, Path(app.outdir).parent / "pdf" / "book.pdf")
+
+
+def setup(app):
+    app.connect("build-finished", _link_after_build, priority=910)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def main():
     start = time.monotonic()
-    page = build_single_page()
+    build = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", ".",
+                            "-W", "-n", "--keep-going"], cwd=ROOT, capture_output=True, text=True)
+    if build.returncode != 0:
+        raise SystemExit("the site's build failed:\n" + (build.stdout + build.stderr)[-4000:])
     built = time.monotonic()
-    summary = print_pdf(page)
-    done = time.monotonic()
-    print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, "
-          f"{len(summary['chapters'])} chapters, {summary['solutions']} solutions at "
-          f"chapter ends (one-page build {built - start:.0f} s, printing {done - built:.0f} s)")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import site_polish
-
-    if site_polish.link_pdf(ROOT / "_build" / "html", PDF):
+    summary = print_pdf(one_page())
+    print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, {summary['chapters']} "
+          f"pages of the book, {summary['solutions']} solutions at chapter ends (site build "
+          f"{built - start:.0f} s, printing {time.monotonic() - built:.0f} s)")
+    if link_pdf(HTML, PDF):
         print("_build/html: the intro links book.pdf")
 
 

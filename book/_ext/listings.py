@@ -5,28 +5,33 @@
     ```
 
 shows `Tensor.backward` as it stands in the snapshot of the page's own chapter
-(book/_ext/snapshots.py), never a line of a later chapter. Its caption names the
-file and the object. When the object holds lines of earlier chapters too, the lines
-this chapter adds are highlighted and the caption says so (and which chapter's lines
-they replace, if any); `:changes:` shows only those lines, with a line of context
-around each run and `...` for what is left out. Without `:pyobject:` the listing is
-the whole file, or the lines from `:start-at:` up to `:end-before:` (or `:end-at:`).
-`:chapter:` shows another chapter's snapshot (an appendix showing the final engine).
+(snapshots.py), never a line of a later chapter; without `:pyobject:`, the whole file or
+the lines from `:start-at:` up to `:end-before:` (or `:end-at:`). The caption (unless
+`:caption:` gives one) names the file and the object; when the listing holds lines of
+earlier chapters too, this chapter's lines are highlighted and the caption says so, and
+which chapters' lines they replace. `:changes:` shows only this chapter's lines, with a
+line of context around each run and `...` for what is left out.
 
-`listing_lines` resolves a listing outside Sphinx too: the downloads (notebooks.py)
-and the test that every line a chapter introduces is shown in that chapter
-(tests/test_snapshots.py) read listings through it.
+Sphinx's `literalinclude` selects lines the same way, but a listing must know each shown
+line's chapter (to highlight, elide and check, in the downloads and the tests too), so the
+lines are selected here. `python book/_ext/listings.py [chapter ...]` lists the lines a
+chapter introduces that its listings do not show (tests/test_snapshots.py requires none).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 
-import snapshots
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.directives.code import container_wrapper
+from sphinx.pycode import ModuleAnalyzer
+from sphinx.util.docutils import SphinxDirective
 
-ROOT = Path(__file__).resolve().parents[2]
-OPTIONS = ("pyobject", "start-at", "end-before", "end-at", "changes", "chapter", "caption")
+import snapshots
+from book_config import ROOT
 
 
 class ListingError(ValueError):
@@ -40,7 +45,8 @@ class Listing:
     what: str  # "Tensor.backward", or "" for a part of the file
     lines: list  # snapshots.Line shown, `None` where `...` stands for lines left out
     new: set  # indices into `lines` introduced by `chapter`
-    replaced: dict  # chapter -> count of its lines this chapter replaces, in the range shown
+    replaced: list  # the chapters whose lines in the range shown `chapter` replaces
+    given_caption: str | None = None  # the listing's `:caption:`
 
     @property
     def text(self) -> str:
@@ -57,167 +63,126 @@ class Listing:
 
     @property
     def mixed(self) -> bool:
-        return bool(self.new) and len(self.new) < sum(
-            1 for line in self.lines if line is not None and line.text.strip())
+        return 0 < len(self.new) < sum(1 for ln in self.lines if ln is not None and ln.text.strip())
 
     def caption(self) -> str:
-        where = f"`{self.file}`" + (f", `{self.what}`" if self.what else "")
-        notes = []
-        if self.mixed:
-            notes.append(f"highlighted: new in chapter `{self.chapter}`")
+        if self.given_caption:
+            return self.given_caption
+        notes = [f"highlighted: new in chapter `{self.chapter}`"] if self.mixed else []
         if self.replaced:
-            notes.append("replacing lines of " + ", ".join(
-                f"`{c}`" for c in self.replaced))
+            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced))
+        where = f"`{self.file}`" + (f", `{self.what}`" if self.what else "")
         return where + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _tag_range(text: str, name: str):
-    """(first, last) 0-based line indices of a function, class or method in `text`."""
-    from sphinx.pycode import ModuleAnalyzer
-
+def _object_range(text: str, name: str):
+    """(first, last) 0-based lines of a function, class or method, with its decorators."""
     tags = ModuleAnalyzer.for_string(text, "engine_listing").find_tags()
     if name not in tags:
         raise ListingError(f"no object {name!r} in this snapshot of the file")
-    _, start, end = tags[name]
-    first = start - 1
+    _, first, last = tags[name]
     lines = text.splitlines()
-    while first > 0 and lines[first - 1].lstrip().startswith("@"):  # its decorators
+    first, last = first - 1, last - 1
+    while first > 0 and lines[first - 1].lstrip().startswith("@"):
         first -= 1
-    last = end - 1
     while last > first and not lines[last].strip():
         last -= 1
     return first, last
 
 
+def _find(lines, key, options, start):
+    found = next((i for i in range(start, len(lines)) if options[key] in lines[i].text), None)
+    if found is None:
+        raise ListingError(f"{key} {options[key]!r} not found")
+    return found
+
+
+def _changes_only(shown, new, whole_object):
+    """This chapter's lines with one line of context, `None` for each run left out."""
+    keep = {j for i in new for j in (i - 1, i, i + 1)} | ({0} if whole_object else set())
+    keep |= {i for i in range(1, len(shown) - 1) if i - 1 in keep and i + 1 in keep}
+    kept, kept_new, previous = [], set(), -1
+    for i in sorted(k for k in keep if 0 <= k < len(shown)):
+        if i > previous + 1:
+            kept.append(None)
+        if i in new:
+            kept_new.add(len(kept))
+        kept.append(shown[i])
+        previous = i
+    return kept + ([None] if previous < len(shown) - 1 else []), kept_new
+
+
 def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
     """What a `{listing}` with these options shows in the page of `chapter`."""
-    chapter = options.get("chapter") or chapter
-    files = snapshots.snapshot_lines(chapter, root)
-    if file not in files:
+    lines = snapshots.snapshot_lines(chapter, root).get(file)
+    if lines is None:
         raise ListingError(f"{file} is not in the engine as of chapter {chapter!r}")
-    lines = files[file]
-    text = "\n".join(line.text for line in lines)
     what = options.get("pyobject") or ""
     if what:
-        first, last = _tag_range(text, what)
+        first, last = _object_range("\n".join(line.text for line in lines), what)
     else:
-        first, last = 0, len(lines) - 1
-        if options.get("start-at"):
-            first = next((i for i, line in enumerate(lines)
-                          if options["start-at"] in line.text), None)
-            if first is None:
-                raise ListingError(f"start-at {options['start-at']!r} not found")
-        for key, shift in (("end-before", -1), ("end-at", 0)):
-            if options.get(key):
-                found = next((i for i in range(first, len(lines))
-                              if options[key] in lines[i].text), None)
-                if found is None:
-                    raise ListingError(f"{key} {options[key]!r} not found")
-                last = found + shift
+        first = _find(lines, "start-at", options, 0) if options.get("start-at") else 0
+        last = len(lines) - 1
+        if options.get("end-before"):
+            last = _find(lines, "end-before", options, first) - 1
+        elif options.get("end-at"):
+            last = _find(lines, "end-at", options, first)
     shown = lines[first:last + 1]
     new = {i for i, line in enumerate(shown) if line.chapter == chapter and line.text.strip()}
-    numbers = [line.number for line in shown]
-    replaced = {}
-    if numbers:
-        for line in snapshots.engine_lines(root)[file]:
-            if min(numbers) <= line.number <= max(numbers) and line.until == chapter \
-                    and line.text.strip():
-                replaced[line.chapter] = replaced.get(line.chapter, 0) + 1
+    numbers = range(shown[0].number, shown[-1].number + 1) if shown else ()
+    replaced = dict.fromkeys(line.chapter for line in snapshots.engine_lines(root)[file]
+                             if line.number in numbers and line.until == chapter
+                             and line.text.strip())
     if "changes" in options:
-        keep = set()
-        for i in new:
-            keep |= {i - 1, i, i + 1}
-        if what:
-            keep.add(0)  # the def line: where the additions go
-        for i in range(1, len(shown) - 1):  # no `...` for one line left out
-            if i - 1 in keep and i + 1 in keep:
-                keep.add(i)
-        kept, new_kept, previous = [], set(), -1
-        for i, line in enumerate(shown):
-            if i in keep:
-                if i > previous + 1:  # lines left out before this one
-                    kept.append(None)
-                if i in new:
-                    new_kept.add(len(kept))
-                kept.append(line)
-                previous = i
-        if previous < len(shown) - 1:
-            kept.append(None)
-        shown, new = kept, new_kept
-    return Listing(file, chapter, what, shown, new, replaced)
+        shown, new = _changes_only(shown, new, bool(what))
+    return Listing(file, chapter, what, shown, new, list(replaced), options.get("caption"))
 
 
-def page_chapter(docname: str) -> str:
-    return Path(docname).name
+class ListingDirective(SphinxDirective):
+    required_arguments = 1
+    option_spec = {"pyobject": directives.unchanged_required,
+                   "start-at": directives.unchanged_required,
+                   "end-before": directives.unchanged_required,
+                   "end-at": directives.unchanged_required,
+                   "changes": directives.flag,
+                   "caption": directives.unchanged}
+
+    def run(self):
+        file, root = self.arguments[0], Path(self.env.srcdir)
+        for path in (root / snapshots.PACKAGE).rglob("*.py"):
+            self.env.note_dependency(str(path))
+        chapter = self.env.docname.rpartition("/")[2]
+        try:
+            listing = listing_lines(file, self.options, chapter, root)
+        except (ListingError, snapshots.MarkerError, KeyError) as error:
+            raise self.error(f"listing {file}: {error}")
+        block = nodes.literal_block(listing.text, listing.text, language="python",
+                                    classes=["engine-listing"])
+        self.set_source_info(block)
+        if listing.mixed:
+            block["highlight_args"] = {"hl_lines": sorted(i + 1 for i in listing.new)}
+        return [container_wrapper(self, block, listing.caption())]
 
 
-# -- Sphinx ---------------------------------------------------------------------------
-
-
-def _directive():
-    from docutils import nodes
-    from docutils.parsers.rst import directives
-    from sphinx.directives.code import container_wrapper
-    from sphinx.util.docutils import SphinxDirective
-
-    class ListingDirective(SphinxDirective):
-        required_arguments = 1
-        has_content = False
-        option_spec = {"pyobject": directives.unchanged_required,
-                       "start-at": directives.unchanged_required,
-                       "end-before": directives.unchanged_required,
-                       "end-at": directives.unchanged_required,
-                       "changes": directives.flag,
-                       "chapter": directives.unchanged_required,
-                       "caption": directives.unchanged}
-
-        def run(self):
-            root = Path(self.env.srcdir)
-            file = self.arguments[0]
-            for path in (root / snapshots.PACKAGE).rglob("*.py"):
-                self.env.note_dependency(str(path))
-            try:
-                listing = listing_lines(file, self.options, page_chapter(self.env.docname),
-                                        root)
-            except (ListingError, snapshots.MarkerError, KeyError) as error:
-                raise self.error(f"listing {file}: {error}")
-            code = listing.text
-            block = nodes.literal_block(code, code, language="python")
-            self.set_source_info(block)
-            if listing.mixed:
-                block["highlight_args"] = {"hl_lines": sorted(i + 1 for i in listing.new)}
-            block["classes"].append("engine-listing")
-            caption = self.options.get("caption") or listing.caption()
-            return [container_wrapper(self, block, caption)]
-
+def _directive():  # notebooks.py reads a listing's options with it
     return ListingDirective
 
 
 def setup(app):
-    app.add_directive("listing", _directive())
+    app.add_directive("listing", ListingDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
-
-
-# -- which lines a chapter's listings show --------------------------------------------
-
-
-def listings_in(text: str, root=ROOT):
-    """[(line, file, options)] of every `{listing}` in a chapter's text, nested ones too,
-    its options read as the directive reads them."""
-    from cells import fences
-
-    return [(fence.line, fence.arg, fence.parse(_directive())[0])
-            for fence in fences(text, root) if fence.name == "listing"]
 
 
 def unshown_lines(chapter: str, text: str, root=ROOT):
     """{file: [source line numbers]} of the lines `chapter` introduces that none of the
-    listings in `text` (the chapter's page) shows."""
+    listings in `text` (the chapter's page, nested listings too) shows."""
+    from cells import fences
+
     shown = {}
-    for _, file, options in listings_in(text, root):
-        listing = listing_lines(file, options, chapter, root)
-        if listing.chapter == chapter:
-            shown.setdefault(file, set()).update(
+    for fence in fences(text, root):
+        if fence.name == "listing":
+            listing = listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
+            shown.setdefault(fence.arg, set()).update(
                 line.number for line in listing.lines if line is not None)
     missing = {}
     for file, lines in snapshots.snapshot_lines(chapter, root).items():
@@ -228,29 +193,21 @@ def unshown_lines(chapter: str, text: str, root=ROOT):
     return missing
 
 
-def main(argv=None):
-    """python book/_ext/listings.py CHAPTER: the lines it introduces that its page does not show."""
-    import sys
-
-    chapters = (argv or sys.argv[1:]) or snapshots.engine_chapters(ROOT)
+def main(chapters):
     status = 0
-    for chapter in chapters:
-        page = ROOT / "book" / f"{chapter}.md"
-        missing = unshown_lines(chapter, page.read_text(encoding="utf8"), ROOT)
+    for chapter in chapters or snapshots.engine_chapters(ROOT):
+        text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf8")
+        missing = unshown_lines(chapter, text, ROOT)
         if not missing:
             print(f"{chapter}: its listings show every line it introduces")
-            continue
-        status = 1
-        lines = snapshots.engine_lines(ROOT)
+        status |= bool(missing)
         for file, numbers in missing.items():
             print(f"{chapter}: {len(numbers)} line(s) of {file} not shown:")
-            by_number = {line.number: line for line in lines[file]}
+            texts = {line.number: line.text for line in snapshots.engine_lines(ROOT)[file]}
             for n in numbers:
-                print(f"    {file}:{n}: {by_number[n].text.strip()[:90]}")
+                print(f"    {file}:{n}: {texts[n].strip()[:90]}")
     return status
 
 
 if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -21,6 +21,7 @@ from sphinx.addnodes import pending_xref
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 
+from book_config import toc_docnames
 from cells import fences, prose_words
 from report import figures
 
@@ -121,8 +122,8 @@ def done_button(docname):
 
 def unlocks_paragraph(app, docname):
     after = [d for d in getattr(app.env, KEY) if docname in linked_pages(app.env, d)]
-    order = {d: i for i, d in enumerate(_toc(app))}
-    after.sort(key=lambda d: order.get(d, len(order)))
+    order = toc_docnames(app.srcdir)
+    after.sort(key=lambda d: order.index(d) if d in order else len(order))
     para = nodes.paragraph(classes=["reader-unlocks"])
     if not after:
         para += nodes.Text("No later chapter builds on this one directly.")
@@ -138,12 +139,6 @@ def unlocks_paragraph(app, docname):
     para += nodes.Text(f", whose “{BEFORE}” " + ("sections link" if len(after) > 1 else "section links")
                        + " this one.")
     return para
-
-
-def _toc(app):
-    from book_config import toc_docnames
-
-    return toc_docnames(app.srcdir)
 
 
 class ReaderPath(SphinxPostTransform):

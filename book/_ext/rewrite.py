@@ -1,10 +1,5 @@
-"""Update mode: rewrite a chapter's `expect:` blocks in place, and nothing else.
-
-`rewrite_expectations` replaces only the lines of the `expect:` blocks it is asked to
-change (adding a `---` block to a cell that has no options) and leaves every other
-byte of the chapter alone; `updated_text` reads the result back with myst-nb and
-checks that only those options moved.
-"""
+"""Update mode: rewrite a chapter's `expect:` blocks in place, every other byte left alone,
+and read the result back with myst-nb to check that only those options moved."""
 
 from __future__ import annotations
 
@@ -19,17 +14,13 @@ def expect_block_lines(text: str, indentation: str = "") -> list[str]:
     """`expect: |` plus the text indented two spaces, as YAML block-scalar lines."""
     lines = canonical_expectation(text).splitlines()
     header = "expect: |2" if lines and lines[0].startswith(" ") else "expect: |"
-    body = [("  " + line) if line else "" for line in lines]
-    return [indentation + header] + [(indentation + line) if line else "" for line in body]
+    return [indentation + header] + [indentation + "  " + line if line else "" for line in lines]
 
 
 def _block_indent(lines: list[str], start: int, end: int) -> str:
     """The indentation myst-parser dedents the YAML block by."""
     body = [line for line in lines[start + 1 : end] if line.strip()]
-    if not body:
-        return ""
-    width = min(len(line) - len(line.lstrip(" ")) for line in body)
-    return " " * width
+    return " " * min((len(line) - len(line.lstrip(" ")) for line in body), default=0)
 
 
 def _expect_key_span(lines: list[str], start: int, end: int):
@@ -49,12 +40,9 @@ def _expect_key_span(lines: list[str], start: int, end: int):
 
 
 def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
-    """Set the `expect:` of the cells whose fences are at these 1-based lines.
-
-    `fences` maps a fence line to the new expected text, or to None to delete the
-    option. Only the lines of those `expect:` blocks change (a `---` block is
-    added when the cell has no options); every other byte stays as it was.
-    """
+    """Set the `expect:` of the cells whose fences are at these 1-based lines: `fences`
+    maps each to the new text, or to None to delete the option (a `---` block is added
+    to a cell without options, and an emptied one removed)."""
     newline = "\r\n" if "\r\n" in text else "\n"
     ends_with_newline = text.endswith(("\n", "\r"))
     lines = text.splitlines()
@@ -89,12 +77,8 @@ def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
 
 
 def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) -> str:
-    """The chapter's text with these cells' (by fence line) expect: rewritten.
-
-    Reads the result back with myst-nb and checks that every rewritten cell now
-    carries exactly the canonical new text and that nothing else in the notebook
-    moved (sources, other options, cell count).
-    """
+    """The chapter's text with these cells' (by fence line) expect: rewritten, checked by
+    reading it back: those cells carry the new text, and no source or other option moved."""
     new_text = rewrite_expectations(chapter.text, updates)
     again = read_chapter(chapter.path, root, text=new_text)
     if len(again.cells) != len(chapter.cells):
@@ -111,17 +95,3 @@ def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) ->
                 f"(wanted {want!r}, myst-nb read {new.options!r})"
             )
     return new_text
-
-
-# -- glued values: numbers in the prose ----------------------------------------------
-#
-# `glue("name", value, display=False)` in a cell and {glue:text}`name:.3f` in the prose
-# put a computed number into a sentence. It is a number a reader sees, so it is checked
-# like a printed one: the cell that glues it says, in its options, the text the page
-# must show,
-#
-#     glue:
-#       x1_bar: "5.5"
-#
-# compared with the verifier's rules (`~` marks and the cell's `tolerance:` as in
-# `expect:`). A value the page shows that no cell declares fails, and so does a

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import os
 import re
 import shutil
 import threading
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from book_config import ROOT, content_hash, toc_docnames
+
 PACKAGE = "engine"
 
 _ADDED = re.compile(r"^(?P<indent>[ ]*)#> (?P<chapter>[\w-]+)\s*$")
@@ -59,16 +59,9 @@ class Line:
     number: int  # 1-based line in the file under engine/
 
 
-@functools.lru_cache(maxsize=None)
-def _toc_order(root: str, mtime: float) -> tuple:
-    from book_config import toc_docnames
-
-    return tuple(Path(docname).name for docname in toc_docnames(root))
-
-
 def chapter_order(root=ROOT) -> list[str]:
     """Every page of `_toc.yml` by its file name (`tensors`), in the book's order."""
-    return list(_toc_order(str(root), (Path(root) / "_toc.yml").stat().st_mtime))
+    return [Path(docname).name for docname in toc_docnames(root)]
 
 
 def parse(text: str, path, order) -> list[Line]:
@@ -148,13 +141,9 @@ def _tidy(lines: list[Line]) -> list[Line]:
             blanks.append(line)
             continue
         if out and blanks:
-            if line.text[:1] == " ":
-                most = 1
-            elif _TOP_DEFINITION.match(line.text) or out[-1].text[:1] == " ":
-                most = 2
-            else:
-                most = 1
-            out.extend(blanks[:most])
+            top_level_break = line.text[:1] != " " and (
+                _TOP_DEFINITION.match(line.text) or out[-1].text[:1] == " ")
+            out.extend(blanks[:2 if top_level_break else 1])
         blanks = []
         out.append(line)
     return out
@@ -162,33 +151,26 @@ def _tidy(lines: list[Line]) -> list[Line]:
 
 @functools.lru_cache(maxsize=8)
 def _engine_lines(root: str, stamp: tuple) -> dict:
-    root = Path(root)
     order = chapter_order(root)
-    files = {}
-    for path in sorted((root / PACKAGE).rglob("*.py")):
-        if "__pycache__" in path.parts:
-            continue
-        relative = path.relative_to(root).as_posix()
-        files[relative] = tuple(parse(path.read_text(encoding="utf8"), path, order))
-    return files
-
-
-def _stamp(root: Path) -> tuple:
-    paths = sorted(p for p in (root / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts)
-    toc = root / "_toc.yml"
-    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths + [toc])
+    return {Path(path).relative_to(root).as_posix():
+            tuple(parse(Path(path).read_text(encoding="utf8"), path, order))
+            for path, _, _ in stamp if path.endswith(".py")}
 
 
 def engine_lines(root=ROOT) -> dict[str, tuple]:
-    """{`engine/x.py`: its Lines} for every module of the package."""
+    """{`engine/x.py`: its Lines} for every module of the package (read again on a change
+    of a module or of `_toc.yml`)."""
     root = Path(root).resolve()
-    return _engine_lines(str(root), _stamp(root))
+    paths = sorted(p for p in (root / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts)
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
+                  for p in paths + [root / "_toc.yml"])
+    return _engine_lines(str(root), stamp)
 
 
 def engine_chapters(root=ROOT) -> list[str]:
     """The chapters that introduce or replace engine lines, in the book's order."""
-    used = {line.chapter for lines in engine_lines(root).values() for line in lines}
-    used |= {line.until for lines in engine_lines(root).values() for line in lines if line.until}
+    used = {chapter for lines in engine_lines(root).values() for line in lines
+            for chapter in (line.chapter, line.until)}
     return [chapter for chapter in chapter_order(root) if chapter in used]
 
 
@@ -214,34 +196,17 @@ def snapshot_files(chapter: str, root=ROOT) -> dict[str, str]:
 
 def snapshot_hash(chapter: str, root=ROOT) -> str:
     """A short hash of the snapshot's files: what a chapter's cached outputs depend on."""
-    digest = hashlib.sha256()
-    for relative, text in sorted(snapshot_files(chapter, root).items()):
-        digest.update(relative.encode() + b"\0" + text.encode() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def last_chapter(root=ROOT) -> str:
-    return chapter_order(root)[-1]
+    return content_hash(sorted(snapshot_files(chapter, root).items()))
 
 
 def write_snapshot(chapter: str, folder, root=ROOT) -> Path:
-    """Write the snapshot as `<folder>/engine/...` (only if it changed); return `folder`.
-
-    Put `folder` first on `sys.path` (or in PYTHONPATH) and `import engine` is the
-    engine as of `chapter`.
-    """
-    folder = Path(folder)
-    files = snapshot_files(chapter, root)
-    target = folder / PACKAGE
-    for old in sorted(target.rglob("*.py")) if target.exists() else []:
-        if old.relative_to(folder).as_posix() not in files:
-            old.unlink()
-    for relative, text in files.items():
-        path = folder / relative
-        if not path.exists() or path.read_text(encoding="utf8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf8")
-    return folder
+    """Write the snapshot as `<folder>/engine/...` and return `folder`: first on `sys.path`
+    (or PYTHONPATH), `import engine` is the engine as of `chapter`."""
+    for relative, text in snapshot_files(chapter, root).items():
+        path = Path(folder) / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf8")
+    return Path(folder)
 
 
 # Python imports `sitecustomize` from PYTHONPATH at start-up, after the installed

@@ -16,19 +16,15 @@
  *    formula is kept on its line.
  * 4. Wide display equations and tables scroll sideways; those that do are marked with
  *    `eng-overflows` (a shadow at the edge that has more to show) so a reader knows.
+ * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
+ *    a click, Escape or the close button closes it. A player's frame opens as the
+ *    frame it shows.
  * 6. Players (matplotlib's JavaScript animations) show "Frame k of n" (and the frame's
  *    step label, when engine.figures.interactive was given labels) and their speed, and
  *    say what the - and + buttons do.
  * 7. Search: a result's snippet is taken from the article only (not the page's header
  *    and contents list), a formula the snippet's cut splits is left out, its math is typeset,
  *    and a page listed twice (the page, and a definition on it) is listed once.
- * 5. A click on a figure opens it at full size in a dialog (scrollable on a phone);
- *    a click, Escape or the close button closes it. A player's frame opens as the
- *    frame it shows.
- * 9. Progress, kept in this browser only (local storage, no account, no network): each
- *    chapter's "Mark this chapter done" button (book/_ext/reader_path.py) is a toggle with
- *    aria-pressed; the intro's map of the chapters marks the chapters done and the next one
- *    to read, and has a button that clears all progress.
  * 8. Hover previews. A pointer resting on a cross-reference to a theorem, definition,
  *    figure, table or numbered equation shows the target in a box beside the link:
  *    from this page, or from another page of the site (fetched once, same origin;
@@ -36,6 +32,10 @@
  *    this, but it names each page's tips file with a random uuid (two builds would
  *    differ) and loads tippy.js and Popper from a CDN by default; the box needs
  *    neither library.
+ * 9. Progress, kept in this browser only (local storage, no account, no network): each
+ *    chapter's "Mark this chapter done" button (book/_ext/reader_path.py) is a toggle with
+ *    aria-pressed; the intro's map of the chapters marks the chapters done and the next one
+ *    to read, and has a button that clears all progress.
  */
 (function () {
   "use strict";
