@@ -25,10 +25,12 @@ TOOLING = Path(__file__).resolve().parent / "book" / "_ext"
 
 @functools.cache
 def load_snapshots():
-    # by its path: the build runs in an environment of its own, with setuptools alone
-    spec = importlib.util.spec_from_file_location("snapshots", TOOLING / "snapshots.py")
-    module = sys.modules["snapshots"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # by their paths: the build runs in an environment of its own, with setuptools alone;
+    # snapshots imports book_config, so that one is loaded first
+    for name in ("book_config", "snapshots"):
+        spec = importlib.util.spec_from_file_location(name, TOOLING / f"{name}.py")
+        module = sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     return module
 
 

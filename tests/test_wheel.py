@@ -54,8 +54,13 @@ def project(tmp_path_factory):
 @pytest.fixture(scope="module")
 def wheel(project, tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", str(project), "--no-deps",
-                           "-q", "-w", str(out)], capture_output=True, text=True)
+    # setuptools' own build hook, as pip calls it, with -S: no site-packages' .pth files,
+    # so the editable install's tooling finder cannot stand in for what setup.py loads
+    build = ("import sys; from setuptools import build_meta; "
+             "print(build_meta.build_wheel(sys.argv[1]))")
+    env = {"PYTHONPATH": sysconfig.get_paths()["purelib"]}
+    done = subprocess.run([sys.executable, "-S", "-c", build, str(out)], cwd=project,
+                          capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     [path] = out.glob("*.whl")
     return path
