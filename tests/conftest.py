@@ -16,6 +16,8 @@ PYTHONPATH), where only the tests marked for that chapter are kept. A test marke
 (two shapes that raise before broadcasting exists), so it runs on its snapshot only.
 """
 
+import os
+
 import pytest
 from hypothesis import settings
 
@@ -69,13 +71,27 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
     # what a test module starts in the background as the session starts (the matrix of
     # tests/test_numerics.py, the second build of tests/test_determinism.py) is read by its
-    # tests last (a stable sort keeps the random order of everything else)
-    items.sort(key=reads_background)
+    # tests last; before them come the tests that read the session's site, after those
+    # that do not, so that the site builds in a thread while those run instead of the
+    # session waiting for it (a stable sort keeps the random order within each group)
+    items.sort(key=lambda item: (reads_background(item), needs_site(item)))
 
 
 def reads_background(item):
     check = getattr(getattr(item, "module", None), "reads_background", None)
     return bool(check and check(item))
+
+
+# the fixtures that build the session's site (tests/browser/site_pages.py) or read it
+SITE_FIXTURES = {"site", "server", "archive", "two_builds", "fresh_run", "pdf_text"}
+
+
+def needs_site(item):
+    """The test reads the session's site: through a fixture, or by calling build_site."""
+    if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return bool(code and "build_site" in code.co_names)
 
 
 def pytest_collection_finish(session):
@@ -84,3 +100,11 @@ def pytest_collection_finish(session):
     modules = {item.module for item in session.items if reads_background(item)}
     for module in sorted(modules, key=lambda m: m.__name__):
         module.start_in_background(session.config.rootpath / "_build")
+    # the site, built in a thread from now on for the tests that read it (they run after
+    # the others); the PDF and the downloads' runs ask for it from their threads and wait
+    # for this build (tests/browser/site_pages.py builds once per process)
+    if not os.environ.get("BOOK_SITE_DIR") and any(needs_site(i) for i in session.items):
+        from site_pages import build_site
+        from support import background
+
+        background.start(build_site)
