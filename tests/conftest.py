@@ -74,7 +74,7 @@ def pytest_collection_modifyitems(config, items):
     # tests last; before them come the tests that read the session's site, after those
     # that do not, so that the site builds in a thread while those run instead of the
     # session waiting for it (a stable sort keeps the random order within each group)
-    items.sort(key=lambda item: (reads_background(item), needs_site(item)))
+    items.sort(key=lambda item: (reads_background(item), reads_build(item)))
 
 
 def reads_background(item):
@@ -84,6 +84,9 @@ def reads_background(item):
 
 # the fixtures that build the session's site (tests/browser/site_pages.py) or read it
 SITE_FIXTURES = {"site", "server", "archive", "two_builds", "fresh_run", "pdf_text"}
+# the chapter tests read the build's execution cache: run while the session's site
+# builds, one would run its chapter a second time, beside the build
+READS_BUILD_CACHE = {"test_chapters"}
 
 
 def needs_site(item):
@@ -92,6 +95,12 @@ def needs_site(item):
         return True
     code = getattr(getattr(item, "function", None), "__code__", None)
     return bool(code and "build_site" in code.co_names)
+
+
+def reads_build(item):
+    """The test reads the session's site, or the execution cache its build fills."""
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    return needs_site(item) or module in READS_BUILD_CACHE
 
 
 def pytest_collection_finish(session):
