@@ -87,6 +87,7 @@ SITE_FIXTURES = {"site", "server", "archive", "two_builds", "fresh_run", "pdf_te
 # the chapter tests read the build's execution cache: run while the session's site
 # builds, one would run its chapter a second time, beside the build
 READS_BUILD_CACHE = {"test_chapters"}
+_site_build = []  # the future of the session's site build, once started
 
 
 def needs_site(item):
@@ -116,4 +117,12 @@ def pytest_collection_finish(session):
         from site_pages import build_site
         from support import background
 
-        background.start(build_site)
+        _site_build.append(background.start(build_site))
+
+
+def pytest_runtest_setup(item):
+    """A chapter test waits for a site build under way, then reads the chapter it stored
+    (if the build failed, the verifier runs the chapter itself, as without a build)."""
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if _site_build and module in READS_BUILD_CACHE:
+        _site_build[0].exception()  # waits; the build's failure is the site tests' to report
