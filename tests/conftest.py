@@ -16,6 +16,8 @@ PYTHONPATH), where only the tests marked for that chapter are kept. A test marke
 (two shapes that raise before broadcasting exists), so it runs on its snapshot only.
 """
 
+import os
+
 import pytest
 from hypothesis import settings
 
@@ -69,13 +71,37 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
     # what a test module starts in the background as the session starts (the matrix of
     # tests/test_numerics.py, the second build of tests/test_determinism.py) is read by its
-    # tests last (a stable sort keeps the random order of everything else)
-    items.sort(key=reads_background)
+    # tests last; before them come the tests that read the session's site, after those
+    # that do not, so that the site builds in a thread while those run instead of the
+    # session waiting for it (a stable sort keeps the random order within each group)
+    items.sort(key=lambda item: (reads_background(item), reads_build(item)))
 
 
 def reads_background(item):
     check = getattr(getattr(item, "module", None), "reads_background", None)
     return bool(check and check(item))
+
+
+# the fixtures that build the session's site (tests/browser/site_pages.py) or read it
+SITE_FIXTURES = {"site", "server", "archive", "two_builds", "fresh_run", "pdf_text"}
+# the chapter tests read the build's execution cache: run while the session's site
+# builds, one would run its chapter a second time, beside the build
+READS_BUILD_CACHE = {"test_chapters"}
+_site_build = []  # the future of the session's site build, once started
+
+
+def needs_site(item):
+    """The test reads the session's site: through a fixture, or by calling build_site."""
+    if SITE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    code = getattr(getattr(item, "function", None), "__code__", None)
+    return bool(code and "build_site" in code.co_names)
+
+
+def reads_build(item):
+    """The test reads the session's site, or the execution cache its build fills."""
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    return needs_site(item) or module in READS_BUILD_CACHE
 
 
 def pytest_collection_finish(session):
@@ -84,3 +110,19 @@ def pytest_collection_finish(session):
     modules = {item.module for item in session.items if reads_background(item)}
     for module in sorted(modules, key=lambda m: m.__name__):
         module.start_in_background(session.config.rootpath / "_build")
+    # the site, built in a thread from now on for the tests that read it (they run after
+    # the others); the PDF and the downloads' runs ask for it from their threads and wait
+    # for this build (tests/browser/site_pages.py builds once per process)
+    if not os.environ.get("BOOK_SITE_DIR") and any(needs_site(i) for i in session.items):
+        from site_pages import build_site
+        from support import background
+
+        _site_build.append(background.start(build_site))
+
+
+def pytest_runtest_setup(item):
+    """A chapter test waits for a site build under way, then reads the chapter it stored
+    (if the build failed, the verifier runs the chapter itself, as without a build)."""
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    if _site_build and module in READS_BUILD_CACHE:
+        _site_build[0].exception()  # waits; the build's failure is the site tests' to report

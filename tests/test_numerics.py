@@ -59,13 +59,19 @@ def run_matrix(environments, out_dir, chapters=(), root=ROOT, cores=None, nicene
     """
     cores = cores or min(os.cpu_count() or 1, 2)
     features = numerics.numpy_cpu_features()
-    pending = [e for e in environments if e.runnable(features) is None]
+
+    def slots(environment):
+        return min(environment.threads or cores, cores)
+
+    # the environments that take the most cores first: one left for last would wait for
+    # every other to end, then run alone on cores it mostly leaves idle (its BLAS threads
+    # work only in large matrix products)
+    pending = sorted((e for e in environments if e.runnable(features) is None),
+                     key=lambda e: -slots(e))
     results = {e.name: {"skipped": e.runnable(features)} for e in environments
                if e.runnable(features) is not None}
     running = []  # (environment, process, json path, log path, cores it uses, start)
     began = time.perf_counter()
-    def slots(environment):
-        return min(environment.threads or cores, cores)
 
     while pending or running:
         free = cores - sum(r[4] for r in running)
