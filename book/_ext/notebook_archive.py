@@ -68,7 +68,7 @@ def write_archive(out_zip, notebooks, root):
     files = {"README.md": README, "pyproject.toml": (root / "pyproject.toml").read_text(),
              "requirements.txt": (root / RUNTIME_PINS).read_text()}
     # the finished engine, as the wheel has it: no chapter markers, no replaced lines
-    files.update(snapshots.snapshot_files(snapshots.chapter_order(root)[-1], root))
+    files.update(snapshots.finished_files(root))
     files.update({f"notebooks/{name}": text for name, text in notebooks.items()})
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_zip.with_suffix(".zip.tmp")

@@ -76,7 +76,8 @@ _STATIC_LINK = re.compile(
 
 
 def _checksum_every_static_link(app, exception):
-    if exception is not None or app.builder.format != "html":
+    # a failed build (a check's warning is an error) still leaves its pages to read
+    if app.builder.format != "html":
         return
     from sphinx.builders.html._assets import _file_checksum
 

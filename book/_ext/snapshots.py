@@ -65,10 +65,13 @@ def chapter_order(root=ROOT) -> list[str]:
 
 
 def parse(text: str, path, order) -> list[Line]:
-    """The lines of one engine file with their chapters; markers dropped."""
-    position = {chapter: i for i, chapter in enumerate(order)}
+    """The lines of one engine file with their chapters; markers dropped. With `order`
+    None, the chapters the markers name are not checked against a book's toc."""
+    position = {chapter: i for i, chapter in enumerate(order or ())}
 
     def known(chapter, number):
+        if order is None:
+            return 0
         if chapter not in position:
             raise MarkerError(path, number, f"marker names {chapter!r}, which is not a page "
                               f"of _toc.yml ({', '.join(order)})")
@@ -84,7 +87,8 @@ def parse(text: str, path, order) -> list[Line]:
                 stack.pop()
             chapter, until = match["chapter"], replaced["until"] if replaced else None
             known(chapter, number)
-            if until is not None and known(until, number) <= known(chapter, number):
+            if until is not None and order is not None and known(until, number) <= known(
+                    chapter, number):
                 raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
                                   "which does not come after it")
             if stack and stack[-1][3] and stack[-1][0] < indent:
@@ -192,6 +196,20 @@ def snapshot_files(chapter: str, root=ROOT) -> dict[str, str]:
     """{`engine/x.py`: its source as of `chapter`}."""
     return {relative: "\n".join(line.text for line in lines) + "\n"
             for relative, lines in snapshot_lines(chapter, root).items()}
+
+
+def finished_files(root=ROOT) -> dict[str, str]:
+    """{`engine/x.py`: the finished module}: every line no chapter replaces, markers
+    dropped. The last chapter's snapshot, read without the toc, so that a book whose toc
+    names other pages (a test's probe book) ships it too: the download archive's engine."""
+    files = {}
+    for path in sorted((Path(root) / PACKAGE).rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            lines = [line for line in parse(path.read_text(encoding="utf8"), path, None)
+                     if line.until is None]
+            files[path.relative_to(root).as_posix()] = "\n".join(
+                line.text for line in _tidy(lines)) + "\n"
+    return files
 
 
 def snapshot_hash(chapter: str, root=ROOT) -> str:
