@@ -1,6 +1,6 @@
 """Glued values are numbers a reader sees: each one the prose shows is checked.
 
-The rules of `checks.check_glue`, on chapters written here (no kernel): the
+The rules of `output_rules.check_glue`, on chapters written here (no kernel): the
 glue roles are found with their lines (in directive bodies too), rendered as
 myst-nb renders them and compared with the `glue:` option of the cell that glues
 them. The build applies the same check (tests/test_report.py builds a book whose
@@ -13,7 +13,7 @@ import pytest
 
 import book_config
 import cells
-import checks
+import output_rules
 import verifier
 
 ROOT = verifier.ROOT
@@ -57,46 +57,46 @@ def test_roles_are_found_with_their_lines_and_formats():
 
 def test_rendered_like_myst_nb():
     use = cells.GlueUse("x", "text", ".3f", 1)
-    assert checks.glue_text(use, plain(1.71633781)) == "1.716"
-    assert checks.glue_text(cells.GlueUse("n", "text", "", 1), plain(7)) == "7"
-    assert checks.glue_text(cells.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
+    assert output_rules.glue_text(use, plain(1.71633781)) == "1.716"
+    assert output_rules.glue_text(cells.GlueUse("n", "text", "", 1), plain(7)) == "7"
+    assert output_rules.glue_text(cells.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
 
 
 TEXT = "The gradient is {glue:text}`g:.1f`.\n"
 
 
 def test_a_declared_value_that_matches_passes():
-    assert checks.check_glue(TEXT, [cell({"glue": {"g": "5.5"}})], {"g": plain(5.4999)}, ROOT) == []
+    assert output_rules.check_glue(TEXT, [cell({"glue": {"g": "5.5"}})], {"g": plain(5.4999)}, ROOT) == []
 
 
 def test_a_changed_value_fails_at_its_cell():
-    [failure] = checks.check_glue(TEXT, [cell({"glue": {"g": "5.5"}}, line=9)],
+    [failure] = output_rules.check_glue(TEXT, [cell({"glue": {"g": "5.5"}}, line=9)],
                               {"g": plain(5.61)}, ROOT)
     assert failure.line == 9
     assert failure.what.startswith("glued value 'g', shown at line 1, is '5.6', glue: says '5.5'")
 
 
 def test_an_undeclared_value_fails_at_the_line_that_shows_it():
-    [failure] = checks.check_glue("\n\n" + TEXT, [cell({})], {"g": plain(5.5)}, ROOT)
+    [failure] = output_rules.check_glue("\n\n" + TEXT, [cell({})], {"g": plain(5.5)}, ROOT)
     assert failure.line == 3
     assert "no check covers it" in failure.what and 'g: "5.5"' in failure.what
 
 
 def test_a_noisy_value_is_compared_within_the_cells_tolerance():
     options = {"glue": {"g": "~5.5"}, "tolerance": "abs 0.2"}
-    assert checks.check_glue(TEXT, [cell(options)], {"g": plain(5.6)}, ROOT) == []
-    [failure] = checks.check_glue(TEXT, [cell(options)], {"g": plain(5.8)}, ROOT)
+    assert output_rules.check_glue(TEXT, [cell(options)], {"g": plain(5.6)}, ROOT) == []
+    [failure] = output_rules.check_glue(TEXT, [cell(options)], {"g": plain(5.8)}, ROOT)
     assert "within tolerance abs 0.2" in failure.what
-    [failure] = checks.check_glue(TEXT, [cell({"glue": {"g": "~5.5"}})], {"g": plain(5.5)}, ROOT)
+    [failure] = output_rules.check_glue(TEXT, [cell({"glue": {"g": "~5.5"}})], {"g": plain(5.5)}, ROOT)
     assert "declares no tolerance" in failure.what
 
 
 def test_a_tolerance_for_glue_only_is_not_an_orphan():
     options = {"glue": {"g": "~5.5"}, "tolerance": "abs 0.2", "expect": "x = 1\n"}
-    output = checks.CellOutput("x = 1\n", "", None, True)
-    assert checks.check_cell(cell(options), output) == []
+    output = output_rules.CellOutput("x = 1\n", "", None, True)
+    assert output_rules.check_cell(cell(options), output) == []
     lonely = {"tolerance": "abs 0.2"}
-    [failure] = checks.check_cell(cell(lonely), checks.CellOutput("", "", None, False))
+    [failure] = output_rules.check_cell(cell(lonely), output_rules.CellOutput("", "", None, False))
     assert "nothing is marked noisy" in failure.what
 
 
@@ -105,12 +105,12 @@ def test_a_tolerance_for_glue_only_is_not_an_orphan():
     ("5.5", "glue: must map each glued name"),
 ])
 def test_a_declaration_that_is_not_text_is_refused(declared, words):
-    failures = checks.check_glue(TEXT, [cell({"glue": declared})], {"g": plain(5.5)}, ROOT)
+    failures = output_rules.check_glue(TEXT, [cell({"glue": declared})], {"g": plain(5.5)}, ROOT)
     assert any(words in f.what for f in failures), failures
 
 
 def test_a_declaration_the_page_does_not_show_fails():
-    [failure] = checks.check_glue("No roles.\n", [cell({"glue": {"g": "5.5"}}, line=4)],
+    [failure] = output_rules.check_glue("No roles.\n", [cell({"glue": {"g": "5.5"}}, line=4)],
                               {"g": plain(5.5)}, ROOT)
     assert (failure.line, failure.what) == (4, "glue: declares 'g', which no role on the page "
                                                "shows")

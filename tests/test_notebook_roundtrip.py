@@ -5,7 +5,7 @@ the intro (`downloads/autodiff-book.zip`) and every chapter's "Download .ipynb",
 makes a fresh virtual environment with the archive's runtime pins and nothing
 else (`pip install -r requirements.txt`: no engine), runs every page's notebook
 there alone, each in a folder of its own, with nbclient, and checks every cell
-with the verifier's own rules (`book/_ext/checks.py`, `comparison.py`): the `expect:` of each
+with the verifier's own rules (`book/_ext/output_rules.py`, `expect_match.py`): the `expect:` of each
 cell, no stderr, no error, and the text the site shows. Each notebook brings its
 own engine: its first cell unpacks the engine as of its chapter.
 """
@@ -25,8 +25,8 @@ import pytest
 
 import book_config
 import cells
-import checks
-import comparison
+import output_rules
+import expect_match
 import notebooks
 import snapshots
 from site_pages import BuildFailed, build_site
@@ -232,7 +232,7 @@ def run_downloads(work):
 
 
 def _text(outputs):
-    return checks.cell_output(outputs).text
+    return output_rules.cell_output(outputs).text
 
 
 @pytest.mark.slow
@@ -253,19 +253,19 @@ def test_every_notebook_runs_in_a_fresh_environment_as_the_book_prints(fresh_run
             if LISTING_TAG in after.metadata.get("tags", []):
                 if after.outputs:
                     problems.append(f"{where}: the listing printed or raised: "
-                                    f"{checks.cell_output(after.outputs)}")
+                                    f"{output_rules.cell_output(after.outputs)}")
                 continue
             cell = cells.CodeCell(index, 0, after.source, dict(after.metadata))
-            for failure in checks.check_cell(cell, checks.cell_output(after.outputs)):
+            for failure in output_rules.check_cell(cell, output_rules.cell_output(after.outputs)):
                 problems.append(f"{where}: {failure.what}\n{failure.detail}")
             book_text = _text(before.outputs)
             if after.metadata.get("tolerance") and isinstance(after.metadata.get("expect"), str):
                 # the numbers the chapter marks noisy may move; the others may not
-                book_text = comparison.carry_marks(after.metadata["expect"], book_text)
-            tolerance = after.metadata.get("tolerance") if comparison.has_marks(book_text) else None
-            if comparison.compare(book_text, _text(after.outputs), tolerance) is not None:
+                book_text = expect_match.carry_marks(after.metadata["expect"], book_text)
+            tolerance = after.metadata.get("tolerance") if expect_match.has_marks(book_text) else None
+            if expect_match.compare(book_text, _text(after.outputs), tolerance) is not None:
                 problems.append(f"{where}: prints other text than the book's notebook\n"
-                                + comparison.indent(comparison.unified_diff(_text(before.outputs),
+                                + expect_match.indent(expect_match.unified_diff(_text(before.outputs),
                                                             _text(after.outputs))))
     assert not problems, "\n".join(problems)
     assert times, "no notebook ran"

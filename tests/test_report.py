@@ -39,7 +39,7 @@ sphinx:
     engine_cache: book/_ext
     notebooks: book/_ext
     report: book/_ext
-    site_polish: book/_ext
+    site_assets: book/_ext
   config:
     nitpicky: true
 """

@@ -23,7 +23,7 @@ import pytest
 
 import book_config
 import cells
-import checks
+import output_rules
 import engine_cache
 import execution
 import listings
@@ -176,7 +176,7 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
     chapter = cells.Chapter(path, "", nb, [cells.CodeCell(0, 1, probe, {})])
     executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
-    assert checks.cell_output(executed.cells[0].outputs).text.split() == [
+    assert output_rules.cell_output(executed.cells[0].outputs).text.split() == [
         "False", "False", "True", "True"]
 
 

@@ -18,8 +18,8 @@ from hypothesis.extra import numpy as hnp
 
 import book_config
 import cells
-import checks
-import comparison
+import output_rules
+import expect_match
 import engine_cache
 import execution
 import rewrite
@@ -331,8 +331,8 @@ def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_made_in(
     ("( 1, 2 )", "(1, 2)"),
 ])
 def test_normalize_equal(a, b):
-    assert comparison.normalize(a) == comparison.normalize(b)
-    assert comparison.compare(b, a) is None
+    assert expect_match.normalize(a) == expect_match.normalize(b)
+    assert expect_match.compare(b, a) is None
 
 
 @pytest.mark.parametrize("expected, got", [
@@ -343,11 +343,11 @@ def test_normalize_equal(a, b):
     ("a b", "ab"),
 ])
 def test_strict_comparison_fails(expected, got):
-    assert comparison.compare(expected, got) is not None
+    assert expect_match.compare(expected, got) is not None
 
 
 def test_tokenize():
-    texts, numbers = comparison.tokenize("x1.grad = [ 5.5 -1.  4e-3 ] nan -inf +2 .5 1E+10 float64")
+    texts, numbers = expect_match.tokenize("x1.grad = [ 5.5 -1.  4e-3 ] nan -inf +2 .5 1E+10 float64")
     assert numbers == ["5.5", "-1.", "4e-3", "nan", "-inf", "+2", ".5", "1E+10"]
     assert texts[0] == "x1.grad = [" and texts[-1] == " float64"
 
@@ -361,8 +361,8 @@ def test_tokenize():
     ("rel 0.5", "[1 2]", "[1 2 3]", False),
 ])
 def test_tolerances(spec, expected, got, ok):
-    noisy = comparison.NUMBER.sub(lambda m: "~" + m.group(0), expected)  # every number marked
-    assert (comparison.compare(noisy, got, spec) is None) == ok
+    noisy = expect_match.NUMBER.sub(lambda m: "~" + m.group(0), expected)  # every number marked
+    assert (expect_match.compare(noisy, got, spec) is None) == ok
 
 
 @pytest.mark.parametrize("expected, got, ok", [
@@ -372,31 +372,31 @@ def test_tolerances(spec, expected, got, ok):
     ("[~1.5 2.]", "[2.5 2.]", True), ("[~1.5 2.]", "[1.5 2.5]", False),
 ])
 def test_a_tolerance_relaxes_only_the_numbers_marked_noisy(expected, got, ok):
-    assert (comparison.compare(expected, got, "magnitude") is None) == ok
+    assert (expect_match.compare(expected, got, "magnitude") is None) == ok
 
 
 def test_marks_and_tolerance_must_come_together():
-    with pytest.raises(comparison.ToleranceError, match="no number of expect: is marked"):
-        comparison.compare("gap 3e-10", "gap 3e-10", "magnitude")
-    with pytest.raises(comparison.ToleranceError, match="declares no tolerance"):
-        comparison.compare("gap ~3e-10", "gap 3e-10", None)
+    with pytest.raises(expect_match.ToleranceError, match="no number of expect: is marked"):
+        expect_match.compare("gap 3e-10", "gap 3e-10", "magnitude")
+    with pytest.raises(expect_match.ToleranceError, match="declares no tolerance"):
+        expect_match.compare("gap ~3e-10", "gap 3e-10", None)
 
 
 def test_update_mode_carries_the_marks_of_noisy_numbers():
-    assert comparison.carry_marks("n 8, gap ~3e-10", "n 8, gap 4.1e-10\n") == "n 8, gap ~4.1e-10\n"
-    assert comparison.carry_marks("n 8, gap ~3e-10", "n 8 9, gap 4e-10") == "n 8 9, gap 4e-10"
+    assert expect_match.carry_marks("n 8, gap ~3e-10", "n 8, gap 4.1e-10\n") == "n 8, gap ~4.1e-10\n"
+    assert expect_match.carry_marks("n 8, gap ~3e-10", "n 8 9, gap 4e-10") == "n 8 9, gap 4e-10"
 
 
 @pytest.mark.parametrize("spec", ["relative 0.5", "rel", "abs x", "rel -1", "magnitudes", 3])
 def test_unknown_tolerance_raises(spec):
-    with pytest.raises(comparison.ToleranceError, match="unknown tolerance"):
-        comparison.parse_tolerance(spec)
+    with pytest.raises(expect_match.ToleranceError, match="unknown tolerance"):
+        expect_match.parse_tolerance(spec)
 
 
 @given(st.text(alphabet=" \n\t[]()ab.-19e,", max_size=40))
 def test_normalize_is_idempotent(text):
-    once = comparison.normalize(text)
-    assert comparison.normalize(once) == once
+    once = expect_match.normalize(text)
+    assert expect_match.normalize(once) == once
 
 
 finite = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
@@ -407,8 +407,8 @@ finite = st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
 def test_numpy_padding_and_linewidth_normalize_equal(array, width):
     narrow = np.array2string(array, max_line_width=width)
     wide = np.array2string(array, max_line_width=10_000)
-    assert comparison.normalize(narrow) == comparison.normalize(wide)
-    assert comparison.compare(wide, narrow) is None
+    assert expect_match.normalize(narrow) == expect_match.normalize(wide)
+    assert expect_match.compare(wide, narrow) is None
 
 
 @given(finite, st.sampled_from(["", "x = ", "[", "grad: "]))
@@ -418,8 +418,8 @@ def test_last_digit_perturbation_fails(value, prefix):
     assume(digits)
     i = digits[-1]
     perturbed = printed[:i] + str((int(printed[i]) + 1) % 10) + printed[i + 1:]
-    assert comparison.compare(prefix + perturbed, prefix + printed) is not None
-    assert comparison.compare(prefix + printed, prefix + printed) is None
+    assert expect_match.compare(prefix + perturbed, prefix + printed) is not None
+    assert expect_match.compare(prefix + printed, prefix + printed) is None
 
 
 @settings(max_examples=50)
@@ -431,7 +431,7 @@ def test_rewrite_round_trips(text, first_indented):
     chapter = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
     new = rewrite.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
     again = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
-    assert again.cells[0].expect == comparison.canonical_expectation(body)
+    assert again.cells[0].expect == expect_match.canonical_expectation(body)
 
 
 def test_raises_exception_tag_checks_the_error_as_text():
@@ -441,17 +441,17 @@ def test_raises_exception_tag_checks_the_error_as_text():
                 "traceback": ["\x1b[0;31mValueError\x1b[0m: shapes (3,) and (2,)"]}]
     tagged = cells.CodeCell(0, 7, "", {"tags": ["raises-exception"],
                                     "expect": "before\nValueError: shapes (3,) and (2,)\n"})
-    assert checks.check_cell(tagged, checks.cell_output(outputs)) == []
+    assert output_rules.check_cell(tagged, output_rules.cell_output(outputs)) == []
     plain = cells.CodeCell(0, 7, "", {"expect": "before\n"})
-    [failure] = checks.check_cell(plain, checks.cell_output(outputs))
+    [failure] = output_rules.check_cell(plain, output_rules.cell_output(outputs))
     assert failure.what == "cell raised ValueError: shapes (3,) and (2,)"
     assert "\x1b" not in failure.detail
 
 
 def test_non_text_expect_is_rejected():
     cell_ = cells.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
-    output = checks.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
-    [failure] = checks.check_cell(cell_, output)
+    output = output_rules.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
+    [failure] = output_rules.check_cell(cell_, output)
     assert "reads as YAML float 1.0" in failure.what and failure.kind == "differs"
 
 
@@ -474,11 +474,11 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
 def test_tokenize_finds_every_printed_number(value, number_format, template):
     printed = number_format.format(value)
     assume(not printed.endswith("..") and "inf." not in printed and "nan." not in printed)
-    texts, numbers = comparison.tokenize(template.format(printed))
+    texts, numbers = expect_match.tokenize(template.format(printed))
     assert printed in numbers
     parsed = float(numbers[numbers.index(printed)])
     assert parsed == float(printed) or (np.isnan(parsed) and np.isnan(value))
-    assert "".join(t + n for t, n in zip(texts, numbers + [""])) == comparison.normalize(
+    assert "".join(t + n for t, n in zip(texts, numbers + [""])) == expect_match.normalize(
         template.format(printed))
 
 
@@ -496,13 +496,13 @@ def test_every_text_a_cell_shows_is_checked():
                         "text/plain": "<IPython.core.display.HTML object>"}),
                display({"text/plain": "plain 7"}),
                display({"image/png": "iVBOR", "text/plain": "<Figure size 640x480 with 1 Axes>"})]
-    output = checks.cell_output(outputs)
+    output = output_rules.cell_output(outputs)
     assert output.text == "first\n| a | b |\n|---|---|\n| 1 | 2.5 |\nx <3\nplain 7\n"
-    assert checks.check_cell(cells.CodeCell(0, 3, "", {"expect": output.text}), output) == []
-    [failure] = checks.check_cell(cells.CodeCell(0, 3, "", {}), output)
+    assert output_rules.check_cell(cells.CodeCell(0, 3, "", {"expect": output.text}), output) == []
+    [failure] = output_rules.check_cell(cells.CodeCell(0, 3, "", {}), output)
     assert failure.kind == "missing"
     wrong = output.text.replace("2.5", "2.6")
-    [failure] = checks.check_cell(cells.CodeCell(0, 3, "", {"expect": wrong}), output)
+    [failure] = output_rules.check_cell(cells.CodeCell(0, 3, "", {"expect": wrong}), output)
     assert failure.kind == "differs"
-    figure = checks.cell_output(outputs[-1:])
+    figure = output_rules.cell_output(outputs[-1:])
     assert figure.text == "" and not figure.has_text

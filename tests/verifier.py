@@ -16,7 +16,7 @@ one kernel on the chapter's snapshot, cell by cell, in the chapter's folder, eac
 cell under its `timeout:` or `execute: timeout:`; a cell that raises does not
 stop the others, a timeout does), and is stored, so the next `jupyter-book
 build` reuses it ("Using cached notebook") instead of running it.
-The comparison rules live in book/_ext/comparison.py and checks.py.
+The comparison rules live in book/_ext/expect_match.py and output_rules.py.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 # after `pip install -e .` (setup.py)
 import book_config
 import cells
-import checks
-import comparison
+import output_rules
+import expect_match
 import engine_cache
 import execution
 import rewrite as rewriter
@@ -68,7 +68,7 @@ class Result:
     source: str = ""  # "cache" or "executed"
     seconds: float = 0.0  # execution wall time, this run
     cell_seconds: dict = dataclasses.field(default_factory=dict)  # fence line -> seconds
-    failures: list = dataclasses.field(default_factory=list)  # checks.Failure
+    failures: list = dataclasses.field(default_factory=list)  # output_rules.Failure
     stored: bool = False  # the executed notebook went into the build's cache
     rewritten: list = dataclasses.field(default_factory=list)  # fence lines updated
     executed_nb: object = None
@@ -146,7 +146,7 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
         chapter = cells.read_chapter(path, root)
     except cells.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
         chapter = cells.Chapter(path, path.read_text(encoding="utf8"), None, [])
-        return Result(chapter, root, failures=[checks.Failure(error.line, error.what)])
+        return Result(chapter, root, failures=[output_rules.Failure(error.line, error.what)])
     result = Result(chapter, root)
 
     executed = None
@@ -172,15 +172,15 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
         cell = by_index.get(index)
         if cell is None:
             continue
-        output = checks.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
+        output = output_rules.cell_output(nb_cell.get("outputs", []), raises=cell.raises)
         if cell.line in timed_out:
             failures.extend(f for f in run_failures if f.line == cell.line)
             break
-        failures.extend(checks.check_cell(cell, output))
+        failures.extend(output_rules.check_cell(cell, output))
     failures.extend(f for f in run_failures if f.line not in timed_out)
     if not run_failures:  # every cell ran: each glued value the prose shows is there
-        glued = checks.glued_values(executed.cells)
-        failures.extend(checks.check_glue(chapter.text, chapter.cells, glued, root))
+        glued = output_rules.glued_values(executed.cells)
+        failures.extend(output_rules.check_glue(chapter.text, chapter.cells, glued, root))
     result.failures = failures
 
     if result.source == "executed" and env is None:  # what the build would have stored
@@ -201,10 +201,10 @@ def rewrite(result: Result, build):
         if failure.kind not in ("differs", "missing", "unexpected"):
             continue
         cell = next(c for c in result.chapter.cells if c.line == failure.line)
-        output = checks.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
+        output = output_rules.cell_output(executed_cells[cell.index].get("outputs", []), cell.raises)
         new = output.text if output.text.strip() else None
         if new is not None and isinstance(cell.expect, str):
-            new = comparison.carry_marks(cell.expect, new)  # keep the author's `~` on noisy numbers
+            new = expect_match.carry_marks(cell.expect, new)  # keep the author's `~` on noisy numbers
         updates[cell.line] = new
     if not updates:
         return

@@ -75,7 +75,7 @@ def cached(chapter, build_dir, root=ROOT, any_run=False):
 
 def read_repaired(path, root=ROOT):
     """The chapter as the build reads it: options that do not read commented out
-    (build_checks.py warns at them), or None if it is no notebook myst-nb can read."""
+    (build_warnings.py warns at them), or None if it is no notebook myst-nb can read."""
     try:
         return read_chapter(path, root, text=repaired(Path(path).read_text("utf8"), root)[0])
     except (ChapterError, ValueError):

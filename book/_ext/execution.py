@@ -127,7 +127,7 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
 def run_cells(client, nb, lines, variables):
     """Start the kernel and run every code cell in order, up to a timeout or a dead kernel:
     ({fence line: seconds}, [Failure] of what stopped the run)."""
-    from checks import Failure
+    from output_rules import Failure
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
 
@@ -147,7 +147,7 @@ def run_cells(client, nb, lines, variables):
                 if isinstance(error, CellTimeoutError):
                     what = (f"cell timed out after {client.timeout_func(cell)} s (set `timeout:` "
                             "in its options if it needs longer); later cells not run")
-                name = type(error).__name__  # one of checks.STOPPING_ERRORS
+                name = type(error).__name__  # one of output_rules.STOPPING_ERRORS
                 cell.outputs.append(new_output("error", ename=name, evalue=what,
                                                traceback=[f"{name}: {what}"]))
                 failures.append(Failure(lines[index], what, kind="error"))

@@ -14,7 +14,7 @@ import re
 import nbformat
 
 from cells import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
-from checks import glue_text, is_player
+from output_rules import glue_text, is_player
 from notebook_archive import notebook_name
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"

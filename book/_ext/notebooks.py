@@ -136,7 +136,7 @@ def markdown_cells(cell, glued, chapter, root, refs):
 def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
     With `References` (the build passes them) its MyST becomes plain Markdown."""
-    from checks import glued_values
+    from output_rules import glued_values
     from execution import snapshot_of
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
 
@@ -215,7 +215,7 @@ def _build_finished(app, exception):
 
 
 def setup(app):
-    app.setup_extension("build_checks")  # the warnings that name a bad edit's file and line
+    app.setup_extension("build_warnings")  # the warnings that name a bad edit's file and line
     app.connect("html-page-context", _page_context, priority=400)
     app.connect("build-finished", _build_finished)
     app.add_role("book-archive", book_archive_role)

@@ -11,9 +11,9 @@ import ast
 from pathlib import Path
 
 from book_config import chapter_paths
-from build_checks import cell_failures
+from build_warnings import cell_failures
 from cells import code_cells, prose_words
-from checks import STOPPING_ERRORS, is_interactive
+from output_rules import STOPPING_ERRORS, is_interactive
 from engine_cache import shown_notebook
 
 MARKER = "```{execution-report}\n```"
@@ -172,7 +172,7 @@ def chapters_changed(env, added, changed, removed, pages):
 
 
 def setup(app):
-    app.setup_extension("build_checks")  # the warnings for what the report shows
+    app.setup_extension("build_warnings")  # the warnings for what the report shows
     GeneratedBlock(app, "engine_report_docs", MARKER, report_markdown, chapters_changed)
     # version 2: the table is Markdown now; a build read with a node of version 1 starts afresh
     return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}

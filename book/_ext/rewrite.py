@@ -7,7 +7,7 @@ import re
 
 from book_config import ROOT
 from cells import Chapter, options_block, read_chapter
-from comparison import canonical_expectation
+from expect_match import canonical_expectation
 
 
 def expect_block_lines(text: str, indentation: str = "") -> list[str]:

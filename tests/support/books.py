@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from book_config import chapter_paths, toc_docnames  # noqa: F401  (site_pages imports toc_docnames from here)
-from comparison import strip_ansi
+from expect_match import strip_ansi
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,14 +32,14 @@ kernelspec:
 ---
 """
 
-# A throwaway book with only the site's finishing step (book/_ext/site_polish.py).
+# A throwaway book with only the site's finishing step (book/_ext/site_assets.py).
 SITE_POLISH_CONFIG = """\
 title: site polish probe
 only_build_toc_files: true
 exclude_patterns: [_build]
 sphinx:
   local_extensions:
-    site_polish: book/_ext
+    site_assets: book/_ext
 """
 
 

@@ -1,4 +1,4 @@
-/* Added by book/_ext/site_polish.py: small fixes to how the theme behaves for a reader.
+/* Added by book/_ext/site_assets.py: small fixes to how the theme behaves for a reader.
  *
  * 1. Sidebar buttons. sphinx-book-theme 1.3 puts its menu and contents buttons in the
  *    article header, but pydata-sphinx-theme 0.17 (the version it pins) binds its handlers

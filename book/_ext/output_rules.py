@@ -16,7 +16,7 @@ import html.parser
 
 from book_config import ROOT
 from cells import CodeCell, GlueUse, glue_uses
-from comparison import (NOISY, ToleranceError, compare, has_marks, indent, parse_tolerance,
+from expect_match import (NOISY, ToleranceError, compare, has_marks, indent, parse_tolerance,
                         strip_ansi, unified_diff)
 
 

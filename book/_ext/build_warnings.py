@@ -4,7 +4,7 @@
   warning at the line, and the page is read with those options commented out.
 - A page of the chapters' folder missing from `_toc.yml`, which the book leaves out.
 - Every notebook page's executed outputs, the ones the site shows, by the verifier's
-  rules (checks.py): a cell that raised, timed out, wrote to stderr, or printed without
+  rules (output_rules.py): a cell that raised, timed out, wrote to stderr, or printed without
   or other than its `expect:`, a glued value, a figure that shows only its text. This
   runs at `env-updated`, which Sphinx emits on every build, so an unchanged unverified
   chapter fails the next build too.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from book_config import data_files, is_notebook, notebook_docnames, pages_missing_from_toc
 from cells import code_cells, repaired
-from checks import cell_output, check_cell, check_glue, joined
+from output_rules import cell_output, check_cell, check_glue, joined
 from engine_cache import shown_notebook
 
 CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_outputs
