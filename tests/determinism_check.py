@@ -71,7 +71,7 @@ def executed_notebook(path: Path, build: Path, root: Path):
     """The executed notebook of a chapter in `build`, as the build shows it (None if none)."""
     import engine_cache
 
-    return engine_cache.executed_notebook(path, build, root)[0]
+    return engine_cache.read_page_run(path, build, root)[0]
 
 
 def glue_name(output) -> str | None:

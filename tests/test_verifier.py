@@ -271,10 +271,10 @@ def test_rewritten_chapter_passes_without_reexecuting(book):
 
 def test_cached_notebook_holds_the_outputs(book):
     root = book[0]
-    nb, _, _ = engine_cache.executed_notebook(root / "book" / "good.md", root / "_build", root)
+    nb, _, _ = engine_cache.read_page_run(root / "book" / "good.md", root / "_build", root)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs[0]["text"] == "[0.  0.5 1. ]\n" and "language_info" in nb.metadata
-    assert engine_cache.executed_notebook(root / "book" / "good.md", root / "elsewhere",
+    assert engine_cache.read_page_run(root / "book" / "good.md", root / "elsewhere",
                                           root)[0] is None
 
 
@@ -309,7 +309,7 @@ def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_made_in(
     first = verifier.verify(path, root=root, build=build)
     assert first.ok and first.source == "executed"
     assert verifier.verify(path, root=root, build=build).source == "cache"
-    monkeypatch.setattr(execution, "numerics", lambda: '{"openblas_core": "Prescott"}')
+    monkeypatch.setattr(execution, "numerics_json", lambda: '{"openblas_core": "Prescott"}')
     assert verifier.verify(path, root=root, build=build).source == "executed"
     assert verifier.verify(path, root=root, build=build).source == "cache"
     monkeypatch.undo()

@@ -52,13 +52,13 @@ def build_dir(root=ROOT) -> Path:
 # The build's cache key says what a chapter ran on (its cells, its engine snapshot, its
 # data files), not where: OpenBLAS's kernel family and NumPy's SIMD groups change the
 # last bits of the numbers. Every stored run, the build's or the verifier's, carries the
-# numbers of the machine that made it (execution.numerics); the verifier trusts a cached
+# numbers of the machine that made it (execution.numerics_json); the verifier trusts a cached
 # run only if they are the numbers it would make now.
 
 
 def trusted(record) -> bool:
     """The cached run was made with this process's numbers, by the build or the verifier."""
-    return (record.data or {}).get(engine_cache.NUMERICS) == execution.numerics()
+    return (record.data or {}).get(engine_cache.NUMERICS) == execution.numerics_json()
 
 
 @dataclasses.dataclass
@@ -151,7 +151,7 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
 
     executed = None
     if use_cache:
-        executed, record = engine_cache.cached(chapter, build, root)
+        executed, record = engine_cache.cached_run(chapter, build, root)
         if executed is not None and not trusted(record):
             executed = None  # made in another numerical environment
         if executed is not None:

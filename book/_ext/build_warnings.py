@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 
 from book_config import data_files, is_notebook, notebook_docnames, pages_missing_from_toc
-from cells import code_cells, repaired
+from cells import code_cells, comment_out_bad_options
 from output_rules import cell_output, check_cell, check_glue, joined
-from engine_cache import shown_notebook
+from engine_cache import page_run
 
 CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_outputs
 
@@ -31,7 +31,7 @@ def logger():
 def check_cell_options(app, docname, source):
     """source-read: a warning at the line of each cell whose options do not read."""
     if str(app.env.doc2path(docname)).endswith(".md") and is_notebook(source[0]):
-        source[0], problems = repaired(source[0], app.srcdir)
+        source[0], problems = comment_out_bad_options(source[0], app.srcdir)
         for line, what in problems:
             logger().warning(what, location=(docname, line))
 
@@ -71,7 +71,7 @@ def cell_failures(nb):
 
 def chapter_problems(app, docname):
     """[(line, message, subtype)]: the warnings `check_outputs` gives for one chapter."""
-    nb, glue, _ = shown_notebook(app, docname)
+    nb, glue, _ = page_run(app, docname)
     if nb is None:
         return []
     found = []

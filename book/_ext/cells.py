@@ -277,7 +277,7 @@ def glue_uses(text: str, root=ROOT, first_line: int = 1) -> list[GlueUse]:
     return [glue_use(role) for role in roles(text, root, first_line) if role.name in GLUE_ROLES]
 
 
-def repaired(text: str, root=ROOT):
+def comment_out_bad_options(text: str, root=ROOT):
     """(text, [(line, what)]): `text` with the options of every code cell that does not
     read commented out (`comment_out_options`), and what was wrong with each."""
     problems = options_problems(text, root)

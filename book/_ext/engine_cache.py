@@ -18,10 +18,10 @@ from pathlib import Path
 import execution
 import snapshots
 from book_config import ROOT, RUNTIME_PINS, data_files, is_notebook
-from cells import ChapterError, read_chapter, repaired
+from cells import ChapterError, read_chapter, comment_out_bad_options
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
-NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics)
+NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics_json)
 
 
 def cache_dir(build_dir) -> Path:
@@ -46,7 +46,7 @@ def _hash_files(paths, root) -> str:
 def run_key(path, root=ROOT) -> str:
     """What the outputs of the page at `path` depend on besides its cells."""
     root = Path(root).resolve()
-    chapter = execution.snapshot_of(path, root)
+    chapter = execution.snapshot_chapter(path, root)
     if chapter is not None:
         engine = f"{chapter}-{snapshots.snapshot_hash(chapter, root)}"
     else:
@@ -57,7 +57,7 @@ def run_key(path, root=ROOT) -> str:
     return f"{engine}/{_hash_files([*pins, *data_files(path)], root)}"
 
 
-def cached(chapter, build_dir, root=ROOT, any_run=False):
+def cached_run(chapter, build_dir, root=ROOT, any_run=False):
     """(executed notebook, record) from the cache if it ran to its end on what the page
     needs now (a run cut short is stored for myst-nb to show, and runs again next time),
     else (None, None). With `any_run`, the run myst-nb shows (it matches cells only)."""
@@ -73,16 +73,17 @@ def cached(chapter, build_dir, root=ROOT, any_run=False):
     return nb, record
 
 
-def read_repaired(path, root=ROOT):
+def read_as_built(path, root=ROOT):
     """The chapter as the build reads it: options that do not read commented out
     (build_warnings.py warns at them), or None if it is no notebook myst-nb can read."""
     try:
-        return read_chapter(path, root, text=repaired(Path(path).read_text("utf8"), root)[0])
+        text = comment_out_bad_options(Path(path).read_text("utf8"), root)[0]
+        return read_chapter(path, root, text=text)
     except (ChapterError, ValueError):
         return None
 
 
-def executed_notebook(path, build_dir, root=ROOT):
+def read_page_run(path, build_dir, root=ROOT):
     """(notebook, glue by name, run seconds) the build shows for the page at `path`, or
     (None, {}, None): from the cache, as myst-nb merges them (the seconds only if the run
     is the one the page needs now). A page myst-nb runs itself (`execution_mode: force`)
@@ -92,11 +93,11 @@ def executed_notebook(path, build_dir, root=ROOT):
     import nbformat
 
     path, root = Path(path).resolve(), Path(root).resolve()
-    chapter = read_repaired(path, root)
+    chapter = read_as_built(path, root)
     if chapter is None:
         return None, {}, None
     if (chapter.nb.metadata.get("mystnb") or {}).get("execution_mode") not in ("force", "inline"):
-        nb, record = cached(chapter, build_dir, root, any_run=True)
+        nb, record = cached_run(chapter, build_dir, root, any_run=True)
         data = (record.data or {}) if record is not None else {}
         return nb, {}, (data.get("execution_seconds")
                         if data.get(KEY) == run_key(path, root) else None)
@@ -114,7 +115,7 @@ def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
     from jupyter_cache.base import CacheBundleIn
 
     key = run_key(chapter.path, root) + (" (cut short)" if failed else "")
-    data = {"execution_seconds": seconds, KEY: key, NUMERICS: execution.numerics()}
+    data = {"execution_seconds": seconds, KEY: key, NUMERICS: execution.numerics_json()}
     return open_cache(build_dir).cache_notebook_bundle(
         CacheBundleIn(executed, str(chapter.path), data=data),
         check_validity=False, overwrite=True)
@@ -129,7 +130,7 @@ def _build_dir(app) -> Path:
     return Path(app.outdir).parent  # jupyter-book writes html to <build>/html
 
 
-def per_build(app, name, docname, make):
+def once_per_build(app, name, docname, make):
     """`make(app, docname)`, made once per build and kept for the rest of it."""
     made = app.__dict__.setdefault(f"_engine_{name}", {})
     if docname not in made:
@@ -137,10 +138,10 @@ def per_build(app, name, docname, make):
     return made[docname]
 
 
-def _shown(app, docname):
+def _page_run_with_glue(app, docname):
     from myst_nb.ext.glue import extract_glue_data_cell  # `display=False` values leave the cell
 
-    nb, glue, seconds = executed_notebook(app.env.doc2path(docname), _build_dir(app),
+    nb, glue, seconds = read_page_run(app.env.doc2path(docname), _build_dir(app),
                                           app.srcdir)
     for index, cell in enumerate(nb.cells if nb is not None else []):
         if cell.cell_type == "code":
@@ -150,10 +151,10 @@ def _shown(app, docname):
     return nb, glue, seconds
 
 
-def shown_notebook(app, docname):
-    """`executed_notebook` with the glue moved out as myst-nb does, once per build (the
+def page_run(app, docname):
+    """`read_page_run` with the glue moved out as myst-nb does, once per build (the
     checks, the report and the downloads all read it)."""
-    return per_build(app, "shown", docname, _shown)
+    return once_per_build(app, "shown", docname, _page_run_with_glue)
 
 
 def _set_cache_path(app, config):
@@ -189,10 +190,10 @@ def _run_chapters(app, env, docnames):
     paths = _notebook_paths(app)
     to_run = []
     for docname in sorted(set(docnames) & set(paths)):
-        chapter = read_repaired(paths[docname], root)
+        chapter = read_as_built(paths[docname], root)
         if chapter is not None:
             keys[docname] = run_key(paths[docname], root)
-            if cached(chapter, build, root)[0] is None:
+            if cached_run(chapter, build, root)[0] is None:
                 to_run.append((docname, chapter))
     if not to_run:
         return

@@ -4,7 +4,7 @@ The build (engine_cache.py) and the verifier (tests/verifier.py) run chapters th
 `execute` alone: a kernel whose `engine` is the chapter's snapshot (snapshots.py), in
 the chapter's folder, each cell under its own `timeout:`, streams joined. A timeout or
 a dead kernel stops the run and becomes the cell's error output, so the build's checks
-find it as they find a cell that raised. `numerics` says which numbers a run makes here.
+find it as they find a cell that raised. `numerics_json` says which numbers a run makes here.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import snapshots
 from book_config import ROOT, default_timeout
 
 
-def snapshot_of(path, root=ROOT):
+def snapshot_chapter(path, root=ROOT):
     """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
     chapter = Path(path).stem
     if not (Path(root) / "engine" / "__init__.py").is_file():
@@ -40,7 +40,7 @@ def snapshot_of(path, root=ROOT):
 
 def kernel_env(path, build_dir, root=ROOT) -> dict:
     """Variables that make `import engine` in the page's kernel the page's snapshot."""
-    chapter = snapshot_of(path, root)
+    chapter = snapshot_chapter(path, root)
     if chapter is None:
         return {}
     folder = snapshots.snapshot_folder(chapter, build_dir, root)
@@ -75,7 +75,7 @@ def probe(variables: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def numerics() -> str:
+def numerics_json() -> str:
     """This process's numbers (what its kernels inherit), as one line of JSON."""
     return json.dumps(probe({}), sort_keys=True)
 

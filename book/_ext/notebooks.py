@@ -137,7 +137,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
     With `References` (the build passes them) its MyST becomes plain Markdown."""
     from output_rules import glued_values
-    from execution import snapshot_of
+    from execution import snapshot_chapter as snapshot_of
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
 
     nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
@@ -179,7 +179,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
 
 def _reader_notebook(app, docname):
     """The reader's notebook of `docname`, made once per build (the page, the archive)."""
-    from engine_cache import per_build, shown_notebook
+    from engine_cache import once_per_build as per_build, page_run as shown_notebook
     from notebook_markdown import References
 
     def make(app, docname):

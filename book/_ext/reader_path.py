@@ -88,7 +88,7 @@ def _plural(n, word):
 
 def plan_line(app, docname, doctree):
     """The paragraph under the title, or None for a page that is not a chapter."""
-    from engine_cache import shown_notebook
+    from engine_cache import page_run
 
     level = app.env.metadata.get(docname, {}).get("level")
     if level is None:
@@ -98,7 +98,7 @@ def plan_line(app, docname, doctree):
             f"level: {level!r} is not one of {', '.join(LEVELS)}", location=docname)
     source = Path(app.env.doc2path(docname)).read_text(encoding="utf-8")
     minutes = reading_minutes(prose_words(source, app.srcdir), code_words(doctree))
-    nb, glue, _ = shown_notebook(app, docname)
+    nb, glue, _ = page_run(app, docname)
     players = figures(nb, glue)[1] if nb is not None else 0
     exercises = sum(1 for f in fences(source, app.srcdir) if f.name == "exercise")
     notebook = posixpath.relpath(f"_sources/{docname}.ipynb", posixpath.dirname(docname))

@@ -14,7 +14,7 @@ from book_config import chapter_paths
 from build_warnings import cell_failures
 from cells import code_cells, prose_words
 from output_rules import STOPPING_ERRORS, is_interactive
-from engine_cache import shown_notebook
+from engine_cache import page_run
 
 MARKER = "```{execution-report}\n```"
 COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
@@ -77,7 +77,7 @@ def status_of(stopped, unverified, checked):
 
 def chapter_numbers(app, docname, root):
     """The report's numbers for one chapter (None when it has no executed notebook)."""
-    nb, glue, seconds = shown_notebook(app, docname)
+    nb, glue, seconds = page_run(app, docname)
     if nb is None:
         return None
     cells = code_cells(nb)
