@@ -11,13 +11,12 @@ book) runs on the installed engine, keyed on `engine/`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 import execution
 import snapshots
-from book_config import ROOT, RUNTIME_PINS, data_files, is_notebook
+from book_config import ROOT, RUNTIME_PINS, content_hash, data_files, is_notebook
 from cells import ChapterError, read_chapter, comment_out_bad_options
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
@@ -35,12 +34,8 @@ def open_cache(build_dir):
 
 
 def _hash_files(paths, root) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        if path.is_file():
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return content_hash((p.relative_to(root).as_posix(), p.read_bytes())
+                        for p in paths if p.is_file())
 
 
 def run_key(path, root=ROOT) -> str:
