@@ -23,11 +23,11 @@ import nbformat
 import pytest
 
 import book_config
+import book_pdf
 import cells
 import determinism_check as dc
 import engine_cache
 import execution
-import site_assets
 import verifier
 from site_pages import BUILD_COMMAND, BuildFailed, build_site
 from support import background, books, pdf_job
@@ -209,7 +209,7 @@ class SecondBuild:
         shutil.rmtree(self.out, ignore_errors=True)
         self.out.mkdir(parents=True)
         # the condition the session's build will find: a build links the PDF of its own
-        # build folder (site_assets.link_pdf); a PDF printed later is linked by two_builds
+        # build folder (book_pdf.link_pdf); a PDF printed later is linked by two_builds
         pdf = ROOT / "_build" / "pdf" / "book.pdf"
         if pdf.exists():
             (self.out / "_build" / "pdf").mkdir(parents=True)
@@ -258,7 +258,7 @@ def two_builds(tmp_path_factory):
     pdf_job.wait_if_started()
     pdf = first / "html" / "book.pdf"
     if pdf.exists():
-        site_assets.link_pdf(second.out / "_build" / "html", pdf)
+        book_pdf.link_pdf(second.out / "_build" / "html", pdf)
     return first, second.out / "_build", seconds
 
 

@@ -15,18 +15,14 @@
   build is done: on a clean build Sphinx links myst-nb's stylesheet, searchtools.js and
   language_data.js without one (they are not there yet), and a rebuild adds it.
 * The footer names the book's version (pyproject.toml's).
-* sphinx-proof's index lists each chapter's definitions and theorems by the number and
-  title the page shows ("Theorem 3.1 (Chain rule)"), in the book's order, not by label.
 * The book's PDF, when there is one, is copied into the site and linked (book_pdf.py).
 """
 
-import hashlib
 import re
 import tomllib
 from pathlib import Path
 
-from book_config import toc_docnames
-from book_pdf import link_pdf  # noqa: F401  (tests/test_determinism.py calls it from here)
+from book_config import content_hash
 
 STATIC = Path(__file__).resolve().parent / "site_static"
 _CDN_FONT_AWESOME = re.compile(
@@ -36,13 +32,10 @@ _CDN_FONT_AWESOME = re.compile(
 def _defaults(app, config):
     config.html_context.setdefault("default_mode", "auto")
     config.html_static_path.append(str(STATIC))
-    digest = hashlib.sha256()
-    for folder in map(Path, config.html_static_path):
-        folder = folder if folder.is_absolute() else Path(app.confdir, folder)
-        for file in sorted(folder.rglob("*")) if folder.is_dir() else [folder]:
-            if file.is_file():
-                digest.update(file.name.encode() + b"\0" + file.read_bytes())
-    config.html_context["engine_static_files"] = digest.hexdigest()
+    folders = [Path(app.confdir, f) for f in config.html_static_path]  # absolute ones stay
+    files = [f for d in folders for f in (sorted(d.rglob("*")) if d.is_dir() else [d])]
+    config.html_context["engine_static_files"] = content_hash(
+        (f.name, f.read_bytes()) for f in files if f.is_file())
     try:
         version = tomllib.loads(Path(app.srcdir, "pyproject.toml").read_text())["project"]["version"]
     except (OSError, KeyError, ValueError):
@@ -94,53 +87,8 @@ def _checksum_every_static_link(app, exception):
             page.write_text(fixed, encoding="utf-8")
 
 
-def _proof_titles(env, docname):
-    """{label: the title a proof directive was given (`{prf:theorem} Chain rule`)}."""
-    titles = {}
-    for node in env.get_doctree(docname).findall(
-            lambda n: "proof" in n.get("classes", []) if hasattr(n, "get") else False):
-        match = re.search(r"\((.*)\)\s*$", node.children[0].astext() if node.children else "")
-        titles.update(dict.fromkeys(node["ids"], match[1] if match else None))
-    return titles
-
-
-def _titled_proof_index():
-    from sphinx.domains import Index
-    try:
-        from sphinx_proof.domain import ProofDomain
-    except ImportError:
-        return
-
-    class TitledProofIndex(Index):
-        name = "prf"
-        localname = shortname = "Definitions and theorems"
-
-        def generate(self, docnames=None):
-            env = self.domain.env
-            by_page = {}
-            for label, proof in getattr(env, "proof_list", {}).items():
-                if proof["realtype"] != "proof" and (not docnames or proof["docname"] in docnames):
-                    by_page.setdefault(proof["docname"], []).append(label)
-            content = []
-            for docname in [d for d in toc_docnames(env.srcdir) if d in by_page]:
-                titles, entries = _proof_titles(env, docname), []
-                for label in by_page[docname]:
-                    proof = env.proof_list[label]
-                    number = env.toc_fignumbers.get(docname, {}).get(
-                        proof["countertype"], {}).get(label)
-                    text = proof["realtype"].capitalize() + (
-                        " " + ".".join(map(str, number)) if number else "")
-                    text += f" ({titles[label]})" if titles.get(label) else ""
-                    entries.append((text, 0, docname, label, "", "", ""))
-                content.append((env.titles[docname].astext(), entries))
-            return content, False
-
-    ProofDomain.indices = [TitledProofIndex]
-
-
 def setup(app):
     app.connect("config-inited", _defaults)
-    _titled_proof_index()
     app.connect("build-finished", _checksum_every_static_link, priority=900)  # after theirs
     app.setup_extension("book_pdf")  # links the PDF (priority 910: after the checksums)
     app.add_css_file("engine-site.css")
