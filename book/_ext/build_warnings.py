@@ -1,15 +1,8 @@
-"""The build's checks: every mistake becomes a warning at `<file>:<line>`, so `-W` fails.
-
-- A cell whose options do not read: myst-nb would stop with no file named; here it is a
-  warning at the line, and the page is read with those options commented out.
-- A page of the chapters' folder missing from `_toc.yml`, which the book leaves out.
-- Every notebook page's executed outputs, the ones the site shows, by the verifier's
-  rules (output_rules.py): a cell that raised, timed out, wrote to stderr, or printed without
-  or other than its `expect:`, a glued value, a figure that shows only its text. This
-  runs at `env-updated`, which Sphinx emits on every build, so an unchanged unverified
-  chapter fails the next build too.
-- A data file a page's front matter names (`data_files:`) that does not exist.
-"""
+"""The build's checks, each mistake a warning at `<file>:<line>` so that `-W` fails:
+cell options that do not read (the page is then read without them), pages missing from
+`_toc.yml`, missing `data_files:`, and executed outputs that break the verifier's rules
+(output_rules.py), checked at `env-updated`, which every build emits, so an unchanged
+unverified chapter fails the next build too."""
 
 import re
 from pathlib import Path

@@ -1,13 +1,8 @@
-"""The build's execution cache: every chapter's outputs, keyed on what they ran on.
-
-jupyter-cache keys a notebook on its code cells alone; a chapter's outputs depend on
-its engine snapshot, the pinned requirements and its data files too (`run_key`). So
-before myst-nb reads the pages, this extension runs each chapter not cached under its
-key through execution.execute (the verifier's executor) and stores the run with the
-key and the machine's numerics; myst-nb then finds it ("Using cached notebook") and
-executes nothing itself. A book whose engine has no chapter markers (a throwaway test
-book) runs on the installed engine, keyed on `engine/`.
-"""
+"""The build's execution cache. jupyter-cache keys a notebook on its code cells alone;
+a chapter's outputs depend on its engine snapshot, the pins and its data files too
+(`run_key`). So before myst-nb reads the pages, each chapter not cached under its key runs
+here (execution.execute, as in the verifier) and is stored with that key and the
+machine's numerics, and myst-nb only finds it ("Using cached notebook")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The page "Errors you may meet", made at build time by running book/error_cases.py.
-
-book/errors.md holds the prose and one ```{errors-you-may-meet}``` block; on reading the
-page this extension replaces the block with MyST Markdown made by RUNNING every case
-against the installed engine: per section a table of its cases, then each case's code,
-what it printed, warned and raised, where that came from, and the advice. The page is
-read again on every build, since the engine may change while the page does not;
-tests/test_errors.py fails when the engine says other than the table pins.
-"""
+"""The page "Errors you may meet": its ```{errors-you-may-meet}``` block becomes Markdown
+made by RUNNING every case of book/error_cases.py on the installed engine, read again on
+every build since the engine may change while the page does not (tests/test_errors.py
+pins what it says)."""
 
 import importlib.util
 import sys

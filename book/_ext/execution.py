@@ -1,11 +1,7 @@
-"""Run a chapter: one kernel on the engine as of that chapter, cell by cell.
-
-The build (engine_cache.py) and the verifier (tests/verifier.py) run chapters through
-`execute` alone: a kernel whose `engine` is the chapter's snapshot (snapshots.py), in
-the chapter's folder, each cell under its own `timeout:`, streams joined. A timeout or
-a dead kernel stops the run and becomes the cell's error output, so the build's checks
-find it as they find a cell that raised. `numerics_json` says which numbers a run makes here.
-"""
+"""Run a chapter, for the build (engine_cache.py) and the verifier alike: one kernel whose
+`engine` is the chapter's snapshot (snapshots.py), cell by cell. A timeout or a dead kernel
+stops the run and becomes the cell's error output, so the checks find it as they find a
+cell that raised."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The book's rules for a cell's executed outputs, shared by the verifier and the build.
-
-`cell_output` collects what a cell shows (stdout, and the text of every result and
-display); `check_cell` lists every way it breaks the rules (printed without or other
-than its `expect:`, wrote to stderr, raised, timed out). A glued value the prose shows
-is a number a reader sees too, so the cell that glues it declares the text the page
-must show (`glue:` then `  x1_bar: "5.5"`), and `check_glue` compares it by the same
-rules.
-"""
+"""The book's rules for a cell's executed outputs, shared by the verifier and the build:
+`cell_output` is what a cell shows, `check_cell` every way it breaks the rules, and
+`check_glue` the same for a glued value the prose shows, which the cell that glues it
+declares (`glue:` then `  x1_bar: "5.5"`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""The reader's path through the book, made from the pages themselves at build time.
-
-* Under each chapter's title, one line a reader plans by: the level (`level:` in the
-  chapter's front matter), the reading time, the interactive figures, the exercises, and
-  the chapter's notebook. The reading time counts the page as built: its prose words
-  (cells.prose_words) at 200 a minute, and the words of the code it shows (code cells and
-  listings, not their outputs) at 100 a minute, since code is read more slowly.
-* After the chapter's "You are done when" paragraph, a button "Mark this chapter done";
-  engine-site.js keeps its state in the browser's local storage (no account, no network)
-  and shows it on the intro's map of chapters, with the chapter to read next.
-* At the end of the chapter (before its sources), the chapters that build on it: those
-  whose "Before this chapter" section links it.
-"""
+"""The reader's path, made from the pages at build time: under a chapter's title a plan
+line (level, reading time with shown code at 100 words a minute and prose at 200, since
+code is read more slowly, interactive figures, exercises, notebook); after "You are done
+when", a "Mark this chapter done" button (engine-site.js keeps it in local storage);
+before the sources, the chapters whose "Before this chapter" links this one."""
 
 import math
 import posixpath

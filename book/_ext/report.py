@@ -1,11 +1,6 @@
-"""The execution report: one row per chapter, from the outputs the site shows.
-
-When a page is read, its ```{execution-report}``` block becomes a MyST table, a row per
-chapter of `_toc.yml` (book/report.md says what each column means). Everything comes
-from the executed notebook the page shows, which engine_cache.py ran and stored before
-any page is read, so the table is Markdown made at reading, like the errors page; the
-run time is the one stored with that run, as engine_cache logs and the verifier prints.
-"""
+"""The execution report (book/report.md says what each column means): its
+```{execution-report}``` block becomes a MyST table when the page is read, from the runs
+engine_cache.py stored before any page is read."""
 
 import ast
 from pathlib import Path

@@ -1,22 +1,9 @@
-"""What the theme sends a browser, fixed where the browser tests found it wanting.
-
-* The colour mode follows the reader's system ("auto"): left unset, pydata-sphinx-theme
-  logs "Got invalid theme mode" on every page.
-* Each script and stylesheet is linked once: with Sphinx 7.4, scripts that extensions add
-  once the builder exists reach a page twice, and a second `const THEBE_JS_URL` is a
-  JavaScript error.
-* matplotlib's players link Font Awesome 4 from a CDN (a request off the site, failing
-  offline); the theme ships the same icons, so the link is dropped.
-* `site_static/` (engine-site.js and .css; the script's header says what each part does)
-  is added to every page. Its files' hash is a configuration value, so that a rebuild after
-  an edit of one of them alone writes every page again (Sphinx 7.4 copies static files
-  before it writes pages, but writes only the pages it finds out of date).
-* Every local `_static` link carries the checksum (`?v=`) of the file beside it once the
-  build is done: on a clean build Sphinx links myst-nb's stylesheet, searchtools.js and
-  language_data.js without one (they are not there yet), and a rebuild adds it.
-* The footer names the book's version (pyproject.toml's).
-* The book's PDF, when there is one, is copied into the site and linked (book_pdf.py).
-"""
+"""What the theme sends a browser, fixed where the browser tests found it wanting: the
+colour mode follows the system; each script and stylesheet is linked once (Sphinx 7.4
+adds some twice, and a second `const THEBE_JS_URL` is an error); Font Awesome from a CDN
+is dropped (the theme ships the icons); `site_static/` on every page, its hash a config
+value so that an edit of it alone rewrites every page; every `_static` link carries its
+`?v=` checksum (a clean build leaves some without); the footer names the version."""
 
 import re
 import tomllib
