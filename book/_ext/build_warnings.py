@@ -67,7 +67,7 @@ def chapter_problems(app, docname):
     nb, glue, _ = page_run(app, docname)
     if nb is None:
         return []
-    found = []
+    found, cells = [], code_cells(nb)
     for cell, failure in cell_failures(nb):
         detail = f"\n{failure.detail}" if failure.detail else ""
         if failure.kind == "error":  # said as myst-nb would, without `allow_errors`
@@ -76,9 +76,9 @@ def chapter_problems(app, docname):
             found.append((cell.line, f"unverified output: {failure.what}{detail}", "unverified"))
     text = Path(app.env.doc2path(docname)).read_text(encoding="utf8")
     glued = {name: dict(output.get("data", {})) for name, output in glue.items()}
-    for failure in check_glue(text, code_cells(nb), glued, Path(app.srcdir)):
+    for failure in check_glue(text, cells, glued, Path(app.srcdir)):
         found.append((failure.line, f"unchecked glue: {failure.what}", "glue"))
-    lines = {cell.index: cell.line for cell in code_cells(nb)}
+    lines = {cell.index: cell.line for cell in cells}
     for index, what in textless_figures(nb, glue):
         found.append((lines.get(index), f"figure without an image: {what} (was matplotlib's "
                       "backend switched, e.g. matplotlib.use(\"Agg\"), before it was shown?)",

@@ -153,6 +153,10 @@ def _tidy(lines: list[Line]) -> list[Line]:
     return out
 
 
+def _modules(root) -> list[Path]:
+    return sorted(p for p in (Path(root) / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts)
+
+
 @functools.lru_cache(maxsize=8)
 def _engine_lines(root: str, stamp: tuple) -> dict:
     order = chapter_order(root)
@@ -165,9 +169,8 @@ def engine_lines(root=ROOT) -> dict[str, tuple]:
     """{`engine/x.py`: its Lines} for every module of the package (read again on a change
     of a module or of `_toc.yml`)."""
     root = Path(root).resolve()
-    paths = sorted(p for p in (root / PACKAGE).rglob("*.py") if "__pycache__" not in p.parts)
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                  for p in paths + [root / "_toc.yml"])
+                  for p in _modules(root) + [root / "_toc.yml"])
     return _engine_lines(str(root), stamp)
 
 
@@ -203,12 +206,11 @@ def finished_files(root=ROOT) -> dict[str, str]:
     dropped. The last chapter's snapshot, read without the toc, so that a book whose toc
     names other pages (a test's probe book) ships it too: the download archive's engine."""
     files = {}
-    for path in sorted((Path(root) / PACKAGE).rglob("*.py")):
-        if "__pycache__" not in path.parts:
-            lines = [line for line in parse(path.read_text(encoding="utf8"), path, None)
-                     if line.until is None]
-            files[path.relative_to(root).as_posix()] = "\n".join(
-                line.text for line in _tidy(lines)) + "\n"
+    for path in _modules(root):
+        lines = [line for line in parse(path.read_text(encoding="utf8"), path, None)
+                 if line.until is None]
+        files[path.relative_to(root).as_posix()] = "\n".join(
+            line.text for line in _tidy(lines)) + "\n"
     return files
 
 
