@@ -53,19 +53,15 @@ def content_hash(named_contents) -> str:
 
 # -- front matter -------------------------------------------------------------------------
 
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(\r?\n|\Z)", re.S)
-
-
 def front_matter(text: str) -> dict:
-    """The YAML front matter of a page's source as a dict ({} without one, or unreadable)."""
+    """A page's YAML front matter as myst-parser reads it ({} without one, or unreadable)."""
     import yaml
+    from myst_parser.config.main import TopmatterReadError, read_topmatter
 
-    match = _FRONT.match(text)
     try:
-        data = yaml.safe_load(match.group(1)) if match else None
-    except yaml.YAMLError:
+        return read_topmatter(text) or {}
+    except (TopmatterReadError, yaml.YAMLError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def data_files(path, text=None) -> list[Path]:
