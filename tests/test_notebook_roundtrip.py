@@ -25,9 +25,9 @@ import pytest
 
 import book_config
 import cells
-import output_rules
 import expect_match
 import notebooks
+import output_rules
 import snapshots
 from site_pages import BuildFailed, build_site
 from support import background

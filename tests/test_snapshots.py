@@ -23,10 +23,10 @@ import pytest
 
 import book_config
 import cells
-import output_rules
 import engine_cache
 import execution
 import listings
+import output_rules
 import snapshots
 import verifier
 

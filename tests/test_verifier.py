@@ -18,11 +18,11 @@ from hypothesis.extra import numpy as hnp
 
 import book_config
 import cells
-import output_rules
-import expect_match
 import engine_cache
 import execution
-import rewrite
+import expect_match
+import expect_update
+import output_rules
 import verifier
 from support import books
 from support.books import FRONT
@@ -429,7 +429,7 @@ def test_rewrite_round_trips(text, first_indented):
     body = ("  " if first_indented else "") + text + "\nsecond line 1.5\n"
     chapter_text = FRONT + "\n" + cell("print(1)") + "\ntext\n"
     chapter = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
-    new = rewrite.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
+    new = expect_update.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
     again = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
     assert again.cells[0].expect == expect_match.canonical_expectation(body)
 
@@ -462,7 +462,7 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
     )
     chapter = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
     first, second = (code.line for code in chapter.cells)
-    new = rewrite.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
+    new = expect_update.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
     assert new == text.replace("  expect: 2\n", "  expect: |\n    1\n")
     again = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
     assert again.cells[0].options == {"tags": ["a"], "expect": "1\n", "timeout": 5}

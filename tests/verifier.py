@@ -34,11 +34,11 @@ from pathlib import Path
 # after `pip install -e .` (setup.py)
 import book_config
 import cells
-import output_rules
-import expect_match
 import engine_cache
 import execution
-import rewrite as rewriter
+import expect_match
+import expect_update
+import output_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -209,7 +209,7 @@ def rewrite(result: Result, build):
     if not updates:
         return
     chapter = result.chapter
-    new_text = rewriter.updated_text(chapter, updates, result.root)
+    new_text = expect_update.updated_text(chapter, updates, result.root)
     chapter.path.write_text(new_text, encoding="utf8")
     new_chapter = cells.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":

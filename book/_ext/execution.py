@@ -123,9 +123,9 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
 def run_cells(client, nb, lines, variables):
     """Start the kernel and run every code cell in order, up to a timeout or a dead kernel:
     ({fence line: seconds}, [Failure] of what stopped the run)."""
-    from output_rules import Failure
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
+    from output_rules import Failure
 
     seconds, failures = {}, []
     with client.setup_kernel(env=variables):

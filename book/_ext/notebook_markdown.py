@@ -14,8 +14,8 @@ import re
 import nbformat
 
 from cells import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
-from output_rules import glue_text, is_player
 from notebook_archive import notebook_name
+from output_rules import glue_text, is_player
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
 SOLUTION_END = "<!-- engine-solution-end -->"

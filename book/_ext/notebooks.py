@@ -136,9 +136,9 @@ def markdown_cells(cell, glued, chapter, root, refs):
 def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
     With `References` (the build passes them) its MyST becomes plain Markdown."""
-    from output_rules import glued_values
     from execution import snapshot_chapter as snapshot_of
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
+    from output_rules import glued_values
 
     nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
     # glue(...) values: myst-nb moves them out of the executed notebook; any left count too

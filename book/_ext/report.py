@@ -8,8 +8,8 @@ from pathlib import Path
 from book_config import chapter_paths
 from build_warnings import cell_failures
 from cells import code_cells, prose_words
-from output_rules import STOPPING_ERRORS, is_interactive
 from engine_cache import page_run
+from output_rules import STOPPING_ERRORS, is_interactive
 
 MARKER = "```{execution-report}\n```"
 COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
