@@ -259,9 +259,14 @@ class ListingDirective(SphinxDirective):
         for replaced, text in listing.replaced_blocks():  # the old lines, above the new
             old = nodes.literal_block(text, text, language="python", classes=["engine-replaced"])
             self.set_source_info(old)
-            wrapper = container_wrapper(self, old, listing.replaced_caption(replaced))
-            wrapper["classes"].append("engine-replaced-lines")
-            shown.append(wrapper)
+            # a caption as a listing's looks, but not a numbered listing: the numbers stay
+            # those of the code the engine has
+            caption = self.parse_text_to_nodes(listing.replaced_caption(replaced))[0]
+            shown.append(nodes.container(
+                "", nodes.container("", nodes.inline("", "", *caption.children,
+                                                     classes=["caption-text"]),
+                                    classes=["code-block-caption"]),
+                old, classes=["literal-block-wrapper", "engine-replaced-lines"]))
         block = nodes.literal_block(listing.text, listing.text, language="python",
                                     classes=["engine-listing"])
         self.set_source_info(block)
