@@ -380,3 +380,16 @@ def test_glue_import_falls_back_and_glued_figures_are_attached():
     assert "*Its caption.*" in figure.source
     assert "The gradient is 1.716, the count 7." in figure.source  # glue roles pasted
     assert "Also here: 1.7." in figure.source and "Not in code: {glue}`count`" in figure.source
+
+
+def test_a_listing_cell_shows_the_lines_it_replaces_before_it():
+    text = "```{listing} engine/tensor.py\n:pyobject: Tensor._result\n```\n"
+    fence = next(f for f in cells.fences(text, ROOT) if f.name == "listing")
+    source = notebooks.listing_cell(fence, "fast", ROOT).source
+    assert source.startswith("*Replaces, in `engine/tensor.py`, `Tensor._result`, these lines "
+                             "of `tensors`:*\n\n```python\ndef _result(self, data, parents")
+    assert "these lines of `memory`:*" in source
+    # the old lines come first, the listing (and its caption) after them
+    assert source.index("record_versions(backward_fn)") < source.index(
+        "*Listing: `engine/tensor.py`, `Tensor._result` (replacing lines of") < source.index(
+        "Tensor.__new__(Tensor)")

@@ -4,7 +4,8 @@
 - Every snapshot imports; none holds a line or a module of a later chapter; the last
   one is the package itself, markers and replaced lines aside.
 - A chapter's kernel runs on its snapshot: a line of a later chapter is not there.
-- Each chapter's listings show every line the chapter introduces.
+- Each chapter's listings show every line the chapter introduces, and every line it
+  replaces, in a block of replaced lines above a listing.
 - Every engine test marked for a chapter passes on that chapter's snapshot.
 - A chapter's cached outputs are keyed on its own snapshot: an edit of a later
   chapter's lines leaves the earlier chapters' keys alone.
@@ -183,18 +184,61 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
 # -- listings ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_a_chapters_listings_show_every_line_it_introduces(chapter):
-    page = ROOT / "book" / f"{chapter}.md"
-    missing = listings.unshown_lines(chapter, page.read_text(encoding="utf8"), ROOT)
+def _report(chapter, missing, what):
     lines = snapshots.engine_lines(ROOT)
     report = []
     for file, numbers in missing.items():
         texts = {line.number: line.text.strip() for line in lines[file]}
         report += [f"{file}:{n}: {texts[n][:80]}" for n in numbers[:10]]
-    assert not missing, (f"book/{chapter}.md does not show {sum(map(len, missing.values()))} "
-                         f"line(s) it introduces (python book/_ext/listings.py {chapter}):\n"
-                         + "\n".join(report))
+    return (f"book/{chapter}.md does not show {sum(map(len, missing.values()))} line(s) it "
+            f"{what} (python book/_ext/listings.py {chapter}):\n" + "\n".join(report))
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chapters_listings_show_every_line_it_introduces(chapter):
+    page = ROOT / "book" / f"{chapter}.md"
+    missing = listings.unshown_lines(chapter, page.read_text(encoding="utf8"), ROOT)
+    assert not missing, _report(chapter, missing, "introduces")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chapters_listings_show_every_line_it_replaces(chapter):
+    """Above a listing, the page shows the old lines it replaces: every line that a chapter
+    replaces must be in such a block on the chapter's page, or a reader never sees what
+    changed (chapter fast's Steps once named lines no listing showed)."""
+    page = ROOT / "book" / f"{chapter}.md"
+    missing = listings.unshown_lines(chapter, page.read_text(encoding="utf8"), ROOT,
+                                     replaced=True)
+    assert not missing, _report(chapter, missing, "replaces")
+
+
+def test_a_listing_shows_the_lines_it_replaces_above_it():
+    result = listings.listing_lines("engine/tensor.py", {"pyobject": "Tensor._result"},
+                                    "fast", ROOT)
+    blocks = dict(result.replaced_blocks())
+    assert list(blocks) == ["tensors", "memory"]  # a block per chapter, in the book's order
+    # the old `def` sits above the new one: it belongs to the object all the same
+    assert blocks["tensors"].startswith("def _result(self, data, parents, op, backward_fn):")
+    assert "out = Tensor(data, requires_grad=False, copy=False)" in blocks["tensors"]
+    assert "record_versions(backward_fn)" in blocks["memory"]
+    assert "\n    ...\n" in blocks["memory"]  # the runs are apart in the file
+    # a line replaced in `memory` was gone before `fast`: not among fast's replaced lines
+    assert "if any(parent.requires_grad" not in "".join(blocks.values())
+    assert result.replaced_caption("tensors") == (
+        "`engine/tensor.py`, `Tensor._result`: the lines of `tensors` this replaces")
+    assert "replacing lines of `tensors`, `memory`" in result.caption()
+    # a range gets the old line right above it, not the next statement's old lines below
+    seed = listings.listing_lines("engine/tensor.py", {
+        "start-at": "self._add_grad(seed_ones(self.shape)",
+        "end-at": "self._add_grad(seed_ones(self.shape)"}, "fast", ROOT)
+    assert [text for _, text in seed.replaced_blocks()] == [
+        "self._add_grad(np.ones(self.shape) if gradient is None else gradient)"]
+    # under :changes:, the replaced runs next to a line shown; none in the page's own chapter
+    backward = listings.listing_lines("engine/tensor.py", {"pyobject": "Tensor.backward",
+                                                           "changes": None}, "fast", ROOT)
+    assert "for node in reversed(order):" in dict(backward.replaced_blocks())["tensors"]
+    assert not listings.listing_lines("engine/tensor.py", {"pyobject": "Tensor.backward"},
+                                      "tensors", ROOT).replaced_lines
 
 
 def test_a_listing_shows_only_its_chapters_engine():

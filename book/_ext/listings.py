@@ -12,10 +12,17 @@ earlier chapters too, this chapter's lines are highlighted and the caption says 
 which chapters' lines they replace. `:changes:` shows only this chapter's lines, with a
 line of context around each run and `...` for what is left out.
 
+Above the listing, the page shows the lines it replaces (Crafting Interpreters' "replace
+these lines"): the engine lines that the page's chapter replaces within the listing's range
+of the file, and a block of them right before or after it (no blank line between), one
+block per chapter whose lines they are; under `:changes:`, only the runs next to a line
+shown.
+
 Sphinx's `literalinclude` selects lines the same way, but a listing must know each shown
 line's chapter (to highlight, elide and check, in the downloads and the tests too), so the
 lines are selected here. `python book/_ext/listings.py [chapter ...]` lists the lines a
-chapter introduces that its listings do not show (tests/test_snapshots.py requires none).
+chapter introduces, or replaces, that its listings do not show (tests/test_snapshots.py
+requires none).
 """
 
 from __future__ import annotations
@@ -47,19 +54,22 @@ class Listing:
     new: set  # indices into `lines` introduced by `chapter`
     replaced: list  # the chapters whose lines in the range shown `chapter` replaces
     given_caption: str | None = None  # the listing's `:caption:`
+    # {earlier chapter: its Lines that `chapter` replaces here, `None` between runs}
+    replaced_lines: dict = dataclasses.field(default_factory=dict)
 
     @property
     def text(self) -> str:
-        shown = [line.text if line is not None else None for line in self.lines]
-        width = min((len(t) - len(t.lstrip()) for t in shown if t and t.strip()), default=0)
-        out = []
-        for i, text in enumerate(shown):
-            if text is None:  # an elision: indented like the next shown line
-                after = next((t for t in shown[i + 1:] if t and t.strip()), "")
-                out.append(" " * max(len(after) - len(after.lstrip()) - width, 0) + "...")
-            else:
-                out.append(text[width:])
-        return "\n".join(out)
+        return _render(self.lines)
+
+    def where(self) -> str:
+        return f"`{self.file}`" + (f", `{self.what}`" if self.what else "")
+
+    def replaced_blocks(self):
+        """[(chapter, text)]: the lines replaced, a block per chapter whose lines they are."""
+        return [(c, _render(lines)) for c, lines in self.replaced_lines.items()]
+
+    def replaced_caption(self, chapter) -> str:
+        return f"{self.where()}: the lines of `{chapter}` this replaces"
 
     @property
     def mixed(self) -> bool:
@@ -71,8 +81,21 @@ class Listing:
         notes = [f"highlighted: new in chapter `{self.chapter}`"] if self.mixed else []
         if self.replaced:
             notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced))
-        where = f"`{self.file}`" + (f", `{self.what}`" if self.what else "")
-        return where + (f" ({'; '.join(notes)})" if notes else "")
+        return self.where() + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _render(lines) -> str:
+    """Lines dedented together, `...` (indented like the next line) for each None."""
+    shown = [line.text if line is not None else None for line in lines]
+    width = min((len(t) - len(t.lstrip()) for t in shown if t and t.strip()), default=0)
+    out = []
+    for i, text in enumerate(shown):
+        if text is None:  # an elision: indented like the next shown line
+            after = next((t for t in shown[i + 1:] if t and t.strip()), "")
+            out.append(" " * max(len(after) - len(after.lstrip()) - width, 0) + "...")
+        else:
+            out.append(text[width:])
+    return "\n".join(out)
 
 
 def _object_range(text: str, name: str):
@@ -112,6 +135,81 @@ def _changes_only(shown, new, whole_object):
     return kept + ([None] if previous < len(shown) - 1 else []), kept_new
 
 
+def _indent(text):
+    return len(text) - len(text.lstrip(" "))
+
+
+def _replaced_runs(file, shown, chapter, kept, whole_object, root):
+    """The runs of lines of `file` that `chapter` replaces, within the engine lines from the
+    first to the last of `shown` or next to them, each run a list of Lines of one chapter.
+    With `kept` (the line numbers a `:changes:` listing shows), only the runs next to one."""
+    every = snapshots.engine_lines(root)[file]
+    at = {line.number: i for i, line in enumerate(every)}
+    first, last = at[shown[0].number], at[shown[-1].number]
+    in_snapshot = {line.number for line in snapshots.snapshot_lines(chapter, root)[file]
+                   if line.text.strip()}
+    # Lines right before or after the range (no blank line between) that the snapshot does
+    # not have belong to it when they are indented as deep as its first line (the old `def`
+    # above a new one, an old line above its replacement), or, after, as deep as its last
+    # line (the old end of a block) or inside the object. Past a line of a later chapter,
+    # only an object's own lines still belong to it.
+    before = _indent(shown[0].text)
+    after = before + 1 if whole_object else _indent(
+        next(line.text for line in reversed(shown) if line.text.strip()))
+    position = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
+
+    def outside(i, deep):
+        return (0 <= i < len(every) and every[i].text.strip()
+                and every[i].number not in in_snapshot and _indent(every[i].text) >= deep
+                and (whole_object or position[every[i].chapter] <= position[chapter]))
+
+    while outside(first - 1, before):
+        first -= 1
+    while outside(last + 1, after):
+        last += 1
+    runs, run = [], []
+    for line in every[first:last + 1]:
+        if line.until == chapter and (line.text.strip() or run):
+            if run and run[-1].chapter != line.chapter:
+                runs.append(run)
+                run = []
+            run.append(line)
+        elif line.text.strip():  # a line of another kind ends the run; a blank one does not
+            if run:
+                runs.append(run)
+            run = []
+    runs += [run] if run else []
+    for r in runs:  # no trailing blank lines
+        while not r[-1].text.strip():
+            r.pop()
+    if kept is None:
+        return runs
+
+    def neighbours(run):  # the nearest lines of the snapshot before and after the run
+        i, j = at[run[0].number] - 1, at[run[-1].number] + 1
+        while i >= 0 and every[i].number not in in_snapshot:
+            i -= 1
+        while j < len(every) and every[j].number not in in_snapshot:
+            j += 1
+        return {every[k].number for k in (i, j) if 0 <= k < len(every)}
+
+    return [r for r in runs if neighbours(r) & kept]
+
+
+def _by_chapter(runs, file, root):
+    """{chapter: its runs' Lines in file order, `None` between runs that do not touch}."""
+    every = snapshots.engine_lines(root)[file]
+    at = {line.number: i for i, line in enumerate(every)}
+    grouped = {}
+    for run in runs:
+        lines = grouped.setdefault(run[0].chapter, [])
+        if lines and any(ln.text.strip() for ln in every[at[lines[-1].number] + 1:at[run[0].number]]):
+            lines.append(None)
+        lines.extend(run)
+    order = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
+    return {c: grouped[c] for c in sorted(grouped, key=order.get)}
+
+
 def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
     """What a `{listing}` with these options shows in the page of `chapter`."""
     lines = snapshots.snapshot_lines(chapter, root).get(file)
@@ -129,13 +227,14 @@ def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
             last = _find(lines, "end-at", options, first)
     shown = lines[first:last + 1]
     new = {i for i, line in enumerate(shown) if line.chapter == chapter and line.text.strip()}
-    numbers = range(shown[0].number, shown[-1].number + 1) if shown else ()
-    replaced = dict.fromkeys(line.chapter for line in snapshots.engine_lines(root)[file]
-                             if line.number in numbers and line.until == chapter
-                             and line.text.strip())
+    whole, kept = shown, None
     if "changes" in options:
         shown, new = _changes_only(shown, new, bool(what))
-    return Listing(file, chapter, what, shown, new, list(replaced), options.get("caption"))
+        kept = {line.number for line in shown if line is not None}
+    replaced = _by_chapter(_replaced_runs(file, whole, chapter, kept, bool(what), root) if whole else [],
+                           file, root)
+    return Listing(file, chapter, what, shown, new, list(replaced), options.get("caption"),
+                   replaced)
 
 
 class ListingDirective(SphinxDirective):
@@ -156,12 +255,24 @@ class ListingDirective(SphinxDirective):
             listing = listing_lines(file, self.options, chapter, root)
         except (ListingError, snapshots.MarkerError, KeyError) as error:
             raise self.error(f"listing {file}: {error}")
+        shown = []
+        for replaced, text in listing.replaced_blocks():  # the old lines, above the new
+            old = nodes.literal_block(text, text, language="python", classes=["engine-replaced"])
+            self.set_source_info(old)
+            # a caption as a listing's looks, but not a numbered listing: the numbers stay
+            # those of the code the engine has
+            caption = self.parse_text_to_nodes(listing.replaced_caption(replaced))[0]
+            shown.append(nodes.container(
+                "", nodes.container("", nodes.inline("", "", *caption.children,
+                                                     classes=["caption-text"]),
+                                    classes=["code-block-caption"]),
+                old, classes=["literal-block-wrapper", "engine-replaced-lines"]))
         block = nodes.literal_block(listing.text, listing.text, language="python",
                                     classes=["engine-listing"])
         self.set_source_info(block)
         if listing.mixed:
             block["highlight_args"] = {"hl_lines": sorted(i + 1 for i in listing.new)}
-        return [container_wrapper(self, block, listing.caption())]
+        return shown + [container_wrapper(self, block, listing.caption())]
 
 
 def _directive():  # notebooks.py reads a listing's options with it
@@ -173,20 +284,30 @@ def setup(app):
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
-def unshown_lines(chapter: str, text: str, root=ROOT):
-    """{file: [source line numbers]} of the lines `chapter` introduces that none of the
-    listings in `text` (the chapter's page, nested listings too) shows."""
+def page_listings(chapter: str, text: str, root=ROOT):
+    """The Listings of the `{listing}` fences in `text` (the chapter's page, nested ones
+    too), as the page of `chapter` shows them."""
     from cells import fences
 
+    return [listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
+            for fence in fences(text, root) if fence.name == "listing"]
+
+
+def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
+    """{file: [source line numbers]} of the lines `chapter` introduces that none of the
+    listings in `text` (the chapter's page, nested listings too) shows; with `replaced`,
+    of the lines it replaces that no listing shows in its block of replaced lines."""
     shown = {}
-    for fence in fences(text, root):
-        if fence.name == "listing":
-            listing = listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
-            shown.setdefault(fence.arg, set()).update(
-                line.number for line in listing.lines if line is not None)
+    for listing in page_listings(chapter, text, root):
+        lines = listing.lines if not replaced else [
+            line for lines in listing.replaced_lines.values() for line in lines]
+        shown.setdefault(listing.file, set()).update(
+            line.number for line in lines if line is not None)
     missing = {}
-    for file, lines in snapshots.snapshot_lines(chapter, root).items():
-        left = [line.number for line in lines if line.chapter == chapter and line.text.strip()
+    files = snapshots.engine_lines(root) if replaced else snapshots.snapshot_lines(chapter, root)
+    for file, lines in files.items():
+        left = [line.number for line in lines if line.text.strip()
+                and (line.until == chapter if replaced else line.chapter == chapter)
                 and line.number not in shown.get(file, set())]
         if left:
             missing[file] = left
@@ -197,15 +318,16 @@ def main(chapters):
     status = 0
     for chapter in chapters or snapshots.engine_chapters(ROOT):
         text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf8")
-        missing = unshown_lines(chapter, text, ROOT)
-        if not missing:
-            print(f"{chapter}: its listings show every line it introduces")
-        status |= bool(missing)
-        for file, numbers in missing.items():
-            print(f"{chapter}: {len(numbers)} line(s) of {file} not shown:")
-            texts = {line.number: line.text for line in snapshots.engine_lines(ROOT)[file]}
-            for n in numbers:
-                print(f"    {file}:{n}: {texts[n].strip()[:90]}")
+        for replaced, what in ((False, "introduces"), (True, "replaces")):
+            missing = unshown_lines(chapter, text, ROOT, replaced)
+            if not missing:
+                print(f"{chapter}: its listings show every line it {what}")
+            status |= bool(missing)
+            for file, numbers in missing.items():
+                print(f"{chapter}: {len(numbers)} line(s) of {file} it {what} not shown:")
+                texts = {line.number: line.text for line in snapshots.engine_lines(ROOT)[file]}
+                for n in numbers:
+                    print(f"    {file}:{n}: {texts[n].strip()[:90]}")
     return status
 
 

@@ -36,13 +36,16 @@ except ImportError:  # outside the book's build: show what display=True would sh
 
 
 def listing_cell(fence, chapter, root):
-    """A Markdown cell showing one `{listing}` as the page shows it, with its caption."""
+    """A Markdown cell showing one `{listing}` as the page shows it, with its caption, after
+    the lines it replaces."""
     import listings
 
     options, _ = fence.parse(listings._directive())
     listing = listings.listing_lines(fence.arg, options, chapter, root)
+    old = "".join(f"*Replaces, in {listing.where()}, these lines of `{replaced}`:*\n\n"
+                  f"```python\n{text}\n```\n\n" for replaced, text in listing.replaced_blocks())
     return nbformat.v4.new_markdown_cell(
-        f"*Listing: {listing.caption()}*\n\n```python\n{listing.text}\n```", metadata={
+        f"{old}*Listing: {listing.caption()}*\n\n```python\n{listing.text}\n```", metadata={
             "tags": [LISTING_TAG], "engine_listing": {
                 "file": fence.arg, "chapter": listing.chapter,
                 **{key: str(value) for key, value in options.items()}}})
