@@ -2,6 +2,7 @@
 
     python tests/benchmarks/profiles.py            # writes book/data/step-profiles.json
     python tests/benchmarks/profiles.py --out F    # writes F instead
+    python tests/benchmarks/profiles.py --glue     # then: the page's glued texts from the file
 
 Not a test (the README's pytest command does not collect it); about two minutes.
 
@@ -365,14 +366,49 @@ def summary(section):
     return "\n".join(lines)
 
 
+PAGE = ROOT / "book" / "fast.md"
+
+
+def glue_page(profiles_path=RESULTS, page=PAGE):
+    """Rewrite the glued texts that chapter fast declares for its profiles (`profile_<step>_on`,
+    `profile_<step>`, `profile_objects` in its cells' `glue:` options) from the stored profiles,
+    as the page's cells glue them (book/step_profiles.py). The verifier's --update rewrites
+    the tables' expect blocks, not these."""
+    import re
+
+    sys.path.insert(0, str(ROOT / "book"))
+    import step_profiles
+
+    profiles = step_profiles.load(profiles_path)
+    texts = {"profile_objects": step_profiles.collector_sentence(profiles, "chain")}
+    for step in profiles["steps"]:
+        texts[f"profile_{step}_on"] = step_profiles.workload_of(profiles, step)
+        texts[f"profile_{step}"] = step_profiles.sentence(profiles, step)
+    source = page.read_text()
+    for name, text in texts.items():
+        source, found = re.subn(rf"^  {name}: .*$", lambda _: f"  {name}: "
+                                + json.dumps(text, ensure_ascii=False), source, flags=re.M)
+        if found != 1:
+            raise SystemExit(f"{page}: {found} declarations of the glued text {name}")
+    page.write_text(source)
+    print(f"rewritten: the {len(texts)} glued texts of the profiles in {page}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=RESULTS,
                         help=f"results file (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--glue", action="store_true",
+                        help=f"profile nothing: rewrite the glued texts that "
+                        f"{PAGE.relative_to(ROOT)} declares from the stored profiles (then run "
+                        "tests/verifier.py --update fast for the tables)")
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(*args.worker)
+        return
+    if args.glue:
+        glue_page(args.out)
         return
     section = profile_steps()
     print(summary(section))
