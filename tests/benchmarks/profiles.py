@@ -76,7 +76,7 @@ assert set(STEPS) == set(W.ABLATIONS), "a step of chapter fast without a profile
 # -- in the worker --------------------------------------------------------------------------
 
 
-def code_names(engine):
+def code_names():
     """{(file, first line, name): qualified name} of every function of the engine's modules as
     they are now (after an ablation patched them, a patched function gets the name of what it
     replaced: `Tensor._result`), of their nested functions, and of the workloads' own."""
@@ -240,7 +240,7 @@ def worker(workload, implementation):
         elif request["cmd"] == "profile":
             stats, wall = profiled_sample(step, loops)
             if names is None:  # every module the iteration uses is loaded by now
-                names, types = code_names(engine), type_names()
+                names, types = code_names(), type_names()
                 modules = {getattr(m, "__file__", None): name
                            for name, m in list(sys.modules.items())}
             functions = {}
