@@ -37,7 +37,7 @@ def check_workloads(section):
         for impl, t in w["times"].items():
             assert t["checked"] and t["gradient_difference"] <= 1e-12, (name, impl)
             assert t["median"] > 0 and len(t["samples"]) == (
-                w["rounds"] * section["settings"]["processes"])
+                w["rounds"] * w["sets"])
             assert t["page_faults"] >= 0 and t["first"]["faults"] >= 0, (name, impl)
             # glibc's thresholds fixed in the pinned workers only
             assert t["info"]["malloc_env"] == (section["pinned_env"] if impl.endswith("_pinned")
@@ -51,9 +51,9 @@ def check_workloads(section):
         assert math.isclose(w["ratios"][target["versus"]], ratio)
         assert target["met"] == (ratio <= target["ratio"])
         noise = w["noise"]
-        assert len(noise["per_set"]) == section["settings"]["processes"], name
-        assert math.isclose(noise["band"], max(abs(r - 1) for r in [noise["pooled"],
-                                                                    *noise["per_set"]]))
+        assert len(noise["per_set"]) == w["sets"], name
+        assert math.isclose(noise["band"], max(abs(r - 1) for r in [
+            noise["pooled"], *noise["per_set"], *noise["quartiles"]]))
 
 
 def test_a_quick_run_checks_times_and_stores_one_workload(tmp_path):
@@ -214,7 +214,9 @@ def test_the_noise_band_comes_from_the_null_variant():
              "engine_null": {"samples": [1.1, 1.0, 1.0, 2.0, 1.9, 1.9]}}
     noise = run.noise(times, repeats=3, sets=2)
     assert noise["per_set"] == [1.0, 0.95] and noise["pooled"] == 1.0  # medians 1.5 and 1.5
-    assert math.isclose(noise["band"], 0.05)
+    assert noise["quartiles"] == [0.95, 1.025] and math.isclose(noise["band"], 0.05)
+    times["engine_null"]["samples"] = [1.3, 1.0, 0.7, 2.0, 2.0, 2.0]  # medians that agree
+    assert math.isclose(run.noise(times, repeats=3, sets=2)["band"], 0.1)  # are no band of 0
 
 
 def test_a_ratio_is_shown_only_outside_the_band():

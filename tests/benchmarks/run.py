@@ -51,12 +51,13 @@ ratios are fair:
 * A worker's time moves by a few percent with its process (where malloc and the
   kernel happen to place its heap and arrays), so a full run starts a fresh set
   of workers three times, one set after another, and samples each set for a few
-  rounds (`FULL["repeats_by_workload"]`: fewer for the slow chain). The time of
+  rounds (`FULL["by_workload"]`: fewer for the slow chain). The time of
   an implementation is the median of all its samples, over every set; the ratios
   are ratios of these medians.
 * The noise band of a workload (`noise`): the largest |ratio - 1| of
-  `engine_null` over `engine`, from the pooled medians and from each set's
-  medians alone. A ratio of two of the engine's variants within it is not shown.
+  `engine_null` over `engine`, from the pooled medians, from each set's medians
+  alone, and at the quartiles of the per-round ratios. A ratio of two of the
+  engine's variants within it is not shown.
 
 Build (`--build`): the working tree (tracked and untracked, not ignored files)
 is copied to a temporary folder, so nothing is cached and concurrent edits do
@@ -80,7 +81,7 @@ minimal.py), `ablations`, `cumulative`, `tried`, `pinned` ({name: label}) and
 `pinned_env`; per workload `times` ({implementation: samples, median,
 page_faults, first, loops, busy_seconds (the run's wait for that worker, for
 planning settings), info with malloc_env}), `ratios`, `target`, `rounds` (per
-set) and `noise` ({band, pooled, per_set, per_round}). The workloads' section is what chapter
+set), `sets` and `noise` ({band, pooled, per_set, quartiles, per_round}). The workloads' section is what chapter
 `book/fast.md` and the appendix page `book/speed.md` draw their tables and
 figures from; the build's section is shown by the execution report,
 `book/report.md`. A full run of the workloads replaces their section, a build
@@ -153,6 +154,7 @@ ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
 # the steps added in order: `engine_through_<step>` keeps Steps 1 to that one, undoes the rest
 CUMULATIVE = tuple(f"engine_through_{kept}" for kept in W.CUMULATIVE)
 CUMULATIVE_LABELS = {f"engine_through_{kept}": "engine with every step undone" if kept == "none"
+                     else "engine with Step 1 only" if kept == W.STEPS[0]
                      else f"engine with Steps 1 to {W.STEPS.index(kept) + 1} only"
                      for kept in W.CUMULATIVE}
 # glibc's thresholds fixed (W.PINNED_ENV): which gains are the allocator's
@@ -175,7 +177,11 @@ def minimal_available():
 # `processes` sets of fresh workers, one set after another, each sampled for `repeats` rounds:
 # a worker's time moves by a few percent with its process (where its heap and arrays land),
 # so pooling several processes per implementation keeps one lucky process out of a ratio
-FULL = {"repeats": 5, "processes": 3, "min_time": 0.2, "warmup": 0.2}
+# Settings for about 25 minutes on the book's 2-core machine, 33 implementations and six
+# workloads (a --quick run's busy_seconds per worker, scaled): the chain's iteration takes up to
+# 2 s, and its check alone four of them, so it runs fewer rounds in two sets
+FULL = {"repeats": 4, "processes": 3, "min_time": 0.15, "warmup": 0.15,
+        "by_workload": {"chain": {"repeats": 3, "processes": 2}}}
 QUICK = {"repeats": 3, "processes": 1, "min_time": 0.05, "warmup": 0.05}
 
 
@@ -513,15 +519,19 @@ def chosen_implementations(ablations=True, only=None):
 def noise(times, repeats, sets):
     """The run's noise band on one workload, from the null variant: the same code as `engine`
     in a worker of its own, so its ratio to `engine` would be exactly 1 without noise. The
-    band is the largest |ratio - 1| over the ratio of the pooled medians (computed as every
-    printed ratio is) and the ratios of each set of processes taken alone (a third of the
-    samples, so wider): a printed ratio within 1 +- band could be noise."""
+    band is the largest |ratio - 1| over: the ratio of the pooled medians (computed as every
+    printed ratio is), the ratios of each set of processes taken alone (fewer samples, so
+    wider), and the lower and upper quartiles of the per-round ratios (so that two medians that
+    happen to agree do not make the band nothing). A printed ratio within 1 +- band could be
+    noise."""
     null, engine = times[W.NULL]["samples"], times["engine"]["samples"]
     pooled = statistics.median(null) / statistics.median(engine)
     per_set = [statistics.median(null[k * repeats:(k + 1) * repeats])
                / statistics.median(engine[k * repeats:(k + 1) * repeats]) for k in range(sets)]
-    return {"band": max(abs(r - 1.0) for r in [pooled, *per_set]), "pooled": pooled,
-            "per_set": per_set, "per_round": [n / e for n, e in zip(null, engine, strict=True)]}
+    per_round = [n / e for n, e in zip(null, engine, strict=True)]
+    q1, _, q3 = statistics.quantiles(per_round, n=4) if len(per_round) > 1 else per_round * 3
+    return {"band": max(abs(r - 1.0) for r in [pooled, *per_set, q1, q3]), "pooled": pooled,
+            "per_set": per_set, "quartiles": [q1, q3], "per_round": per_round}
 
 
 def run_workloads(names, settings, commit=None, ablations=True, only=None):
@@ -552,8 +562,7 @@ def run_workloads(names, settings, commit=None, ablations=True, only=None):
         "workloads": {},
     }
     for name in names:
-        these = dict(settings, repeats=settings.get("repeats_by_workload", {}).get(
-            name, settings["repeats"]))
+        these = {**settings, **settings.get("by_workload", {}).get(name, {})}
         times = run_workload(name, implementations, these, engine_root, memory_root)
         target = TARGETS[name]
         medians = {impl: t["median"] for impl, t in times.items()}
@@ -564,6 +573,7 @@ def run_workloads(names, settings, commit=None, ablations=True, only=None):
             "ratios": {impl: medians["engine"] / m for impl, m in medians.items()},
             "target": dict(target, measured=ratio, met=bool(ratio <= target["ratio"])),
             "rounds": these["repeats"],  # per set of processes
+            "sets": these["processes"],
             "noise": noise(times, these["repeats"], these["processes"]),
         }
         for impl, t in times.items():
