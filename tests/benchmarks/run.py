@@ -1,6 +1,6 @@
 """How fast is the engine? Time six workloads five ways, and time the book's build.
 
-    python tests/benchmarks/run.py                  # everything (about 25 minutes), writes the results
+    python tests/benchmarks/run.py                  # everything (25 minutes or so), writes it all
     python tests/benchmarks/run.py --only mlp chain # some workloads, printed only
     python tests/benchmarks/run.py --quick          # fewer, shorter samples, printed only
     python tests/benchmarks/run.py --build          # only the build timings, written
@@ -81,9 +81,9 @@ minimal.py), `ablations`, `cumulative`, `tried`, `pinned` ({name: label}) and
 `pinned_env`; per workload `times` ({implementation: samples, median,
 page_faults, first, loops, busy_seconds (the run's wait for that worker, for
 planning settings), info with malloc_env}), `ratios`, `target`, `rounds` (per
-set), `sets` and `noise` ({band, pooled, per_set, quartiles, per_round}). The workloads' section is what chapter
-`book/fast.md` and the appendix page `book/speed.md` draw their tables and
-figures from; the build's section is shown by the execution report,
+set), `sets` and `noise` ({band, pooled, per_set, quartiles, per_round}).
+The workloads' section is what chapter `book/fast.md` and the appendix page
+`book/speed.md` draw their tables and figures from; the build's section is shown by the execution report,
 `book/report.md`. A full run of the workloads replaces their section, a build
 run replaces the build section; each section records its date, commit and
 machine. `--only` and `--quick` runs are printed, not written, unless `--out`
