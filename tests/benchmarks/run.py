@@ -83,8 +83,8 @@ page_faults, first, loops, busy_seconds (the run's wait for that worker, for
 planning settings), info with malloc_env}), `ratios`, `target`, `rounds` (per
 set), `sets` and `noise` ({band, pooled, per_set, quartiles, per_round}).
 The workloads' section is what chapter `book/fast.md` and the appendix page
-`book/speed.md` draw their tables and figures from; the build's section is shown by the execution report,
-`book/report.md`. A full run of the workloads replaces their section, a build
+`book/speed.md` draw their tables and figures from; the build's section is
+shown by the execution report, `book/report.md`. A full run of the workloads replaces their section, a build
 run replaces the build section; each section records its date, commit and
 machine. `--only` and `--quick` runs are printed, not written, unless `--out`
 names a file. A full run of the workloads into the book's results also appends
