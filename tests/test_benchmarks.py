@@ -159,7 +159,8 @@ def test_an_implementation_s_name_says_what_its_worker_runs():
     assert W.variant("engine_null")["engine"] == "finished"
     assert W.variant("numpy_pinned") == {"base": "numpy", "engine": None, "undo": (),
                                          "experiment": None, "pinned": True}
-    assert W.STEPS == STEPS
+    assert W.STEPS == STEPS == tuple(W.UNDOS)
+    assert list(W.ABLATIONS) == [s for s in STEPS if s != "slots"]  # profiles.py's steps
 
 
 UNDO = """

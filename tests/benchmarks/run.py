@@ -20,7 +20,7 @@ another name (`engine_null`, the null variant: its ratio to `engine` is the
 run's noise), as chapter `memory` leaves it (`engine_memory`: the snapshot before
 chapter `fast`, written by book/_ext/snapshots.py and put first on that worker's
 PYTHONPATH), with each step of chapter `fast` undone in turn
-(`engine_without_<step>`, workloads.ABLATIONS), with the steps added in order
+(`engine_without_<step>`, workloads.UNDOS), with the steps added in order
 (`engine_through_<step>`: Steps 1 to that one kept, the rest undone;
 `engine_through_none`: all undone), with any change that chapter (or
 tests/benchmarks/safety.py) tried and did not keep (`engine_with_<name>`,
@@ -148,9 +148,9 @@ LABELS = {"engine": "engine", "engine_memory": "engine before fast", "numpy": "N
           "torch": "PyTorch CPU", "autograd": "HIPS autograd"}
 NULL_LABEL = {W.NULL: "engine again (the null variant)"}
 MINIMAL_LABEL = {W.MINIMAL: "minimal engine"}
-ABLATED = tuple(f"engine_without_{step}" for step in W.ABLATIONS)
+ABLATED = tuple(f"engine_without_{step}" for step in W.UNDOS)
 ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
-                   for step, what in W.ABLATIONS.items()}
+                   for step, what in W.UNDOS.items()}
 # the steps added in order: `engine_through_<step>` keeps Steps 1 to that one, undoes the rest
 CUMULATIVE = tuple(f"engine_through_{kept}" for kept in W.CUMULATIVE)
 CUMULATIVE_LABELS = {f"engine_through_{kept}": "engine with every step undone" if kept == "none"
