@@ -25,13 +25,13 @@ def check_workloads(section):
     assert list(section["cumulative"]) == [  # the steps added in order; 1..8 and 1..9 are
         "engine_through_none", *(f"engine_through_{s}" for s in STEPS[:-2])]  # timed already
     assert section["null"] == {"engine_null": "engine again (the null variant)"}
-    assert {"engine_with_inplace", "engine_with_unchecked",  # tried in fast, not kept
-            "engine_with_shapes"} <= set(section["tried"])
+    assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
+                                     "engine_with_unchecked", "engine_with_shapes"}
     assert {"engine_pinned", "engine_memory_pinned", "engine_without_adopt_pinned",
             "engine_without_sweep_pinned"} <= set(section["pinned"])
     names = (set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
              | set(section["null"]) | set(section["cumulative"]) | set(section["pinned"])
-             | set(section.get("minimal", {})))
+             | set(section["minimal"]) | set(section["safety"]))
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name
         for impl, t in w["times"].items():

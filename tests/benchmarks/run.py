@@ -78,13 +78,14 @@ whether it had uncommitted changes.
 Results go to book/data/benchmarks.json (schema 2). The workloads' section
 keeps: `implementations` (the five columns), `null`, `minimal` (empty without
 minimal.py), `ablations`, `cumulative`, `tried`, `pinned` ({name: label}) and
-`pinned_env`; per workload `times` ({implementation: samples, median,
-page_faults, first, loops, busy_seconds (the run's wait for that worker, for
-planning settings), info with malloc_env}), `ratios`, `target`, `rounds` (per
-set), `sets` and `noise` ({band, pooled, per_set, quartiles, per_round}).
-The workloads' section is what chapter `book/fast.md` and the appendix page
-`book/speed.md` draw their tables and figures from; the build's section is
-shown by the execution report, `book/report.md`. A full run of the workloads replaces their section, a build
+`pinned_env`, `safety` (safety.py's changes, {name: label}); per workload
+`times` ({implementation: samples, median, page_faults, first, loops,
+busy_seconds (the run's wait for that worker, for planning settings), info with
+malloc_env}), `ratios`, `target`, `rounds` (per set), `sets` and `noise` ({band,
+pooled, per_set, quartiles, per_round}). The workloads' section is what chapter
+`book/fast.md` and the appendix page `book/speed.md` draw their tables and
+figures from; the build's section is shown by the execution report,
+`book/report.md`. A full run of the workloads replaces their section, a build
 run replaces the build section; each section records its date, commit and
 machine. `--only` and `--quick` runs are printed, not written, unless `--out`
 names a file. A full run of the workloads into the book's results also appends
@@ -177,7 +178,7 @@ def minimal_available():
 # `processes` sets of fresh workers, one set after another, each sampled for `repeats` rounds:
 # a worker's time moves by a few percent with its process (where its heap and arrays land),
 # so pooling several processes per implementation keeps one lucky process out of a ratio
-# Settings for about 25 minutes on the book's 2-core machine, 33 implementations and six
+# Settings for about 25 minutes on the book's 2-core machine, 38 implementations and six
 # workloads (a --quick run's busy_seconds per worker, scaled): the chain's iteration takes up to
 # 2 s, and its check alone four of them, so it runs fewer rounds in two sets
 FULL = {"repeats": 4, "processes": 3, "min_time": 0.15, "warmup": 0.15,
@@ -553,7 +554,12 @@ def run_workloads(names, settings, commit=None, ablations=True, only=None):
                          iteration="leaves made once; zero the gradients, forward, backward"),
         "implementations": dict(LABELS),
         "ablations": {k: v for k, v in ABLATION_LABELS.items() if k in implementations},
-        "tried": {k: v for k, v in tried.items() if k in implementations},
+        # chapter fast's changes tried and not kept, and tests/benchmarks/safety.py's (helper
+        # safety's page section shows those): both run as engine_with_<name>
+        "tried": {k: v for k, v in tried.items()
+                  if k in implementations and k.removeprefix("engine_with_") in W.EXPERIMENTS},
+        "safety": {k: v for k, v in tried.items()
+                   if k in implementations and k.removeprefix("engine_with_") not in W.EXPERIMENTS},
         "null": {k: v for k, v in NULL_LABEL.items() if k in implementations},
         "minimal": {k: v for k, v in MINIMAL_LABEL.items() if k in implementations},
         "cumulative": {k: v for k, v in CUMULATIVE_LABELS.items() if k in implementations},
