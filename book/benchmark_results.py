@@ -89,3 +89,117 @@ def verdict(workload):
     each, within = paired(workload)
     met = "met" if target["met"] else "**not met**"
     return f"{ratio_text(target['measured'], target)}, {met}; {within}\u00a0of\u00a0{len(each)}"
+
+
+# -- the run's noise, and what is shown within it ------------------------------------------
+
+
+def band(workload):
+    """The run's noise band on `workload` (0.03 for ±3%), from its null variant: the finished
+    engine timed again in a worker of its own (tests/benchmarks/run.py, `noise`); None for a
+    run without one."""
+    return workload.get("noise", {}).get("band")
+
+
+def shown(ratio, workload):
+    """Whether `ratio` (a time over another) is outside the workload's noise band: a gain or a
+    loss the run can tell from noise. Without a band nothing is shown."""
+    width = band(workload)
+    return width is not None and abs(ratio - 1.0) > width
+
+
+def with_band(ratio, workload, digits=2):
+    """A ratio with the run's noise, for a table cell: "1.57x (±3%)", or
+    "1.02x (±3%, not shown)" inside the band."""
+    width = band(workload)
+    if width is None:
+        return f"{ratio:.{digits}f}x (noise not measured)"
+    noise = f"±{100 * width:.0f}%" if width >= 0.01 else f"±{100 * width:.1f}%"
+    return f"{ratio:.{digits}f}x ({noise}" + ("" if shown(ratio, workload) else ", not shown") + ")"
+
+
+def step_ratio(workload, key):
+    """The time of `key` (the finished engine with a step undone) over the finished engine's."""
+    t = workload["times"]
+    return t[key]["median"] / t["engine"]["median"]
+
+
+def tried_ratio(workload, key):
+    """The finished engine's time over its time with a change tried (above 1: it pays)."""
+    t = workload["times"]
+    return t["engine"]["median"] / t[key]["median"]
+
+
+def not_shown_steps(section):
+    """The labels of the steps undone whose ratio is inside the band on every workload: kept
+    steps the run cannot show to pay, which must say what else they buy."""
+    work = section["workloads"].values()
+    return [label for key, label in section.get("ablations", {}).items()
+            if all(band(w) is not None and not shown(step_ratio(w, key), w) for w in work)]
+
+
+def cumulative(section, name):
+    """The steps added in order on one workload: [(label, time, ratio to the row before,
+    ratio of the all-undone time to this one)], from the engine with every step undone to the
+    finished engine. The ratios to the row before multiply to the last cumulative ratio."""
+    w = section["workloads"][name]
+    t = w["times"]
+    keys = list(section.get("cumulative", {}))
+    if not keys:
+        return []
+    # Steps 1..8 kept is the engine without Step 9; Steps 1..9 is the finished engine
+    rows = [(section["cumulative"][k], k) for k in keys]
+    rows.append(("engine with Steps 1 to 8 only", "engine_without_priority"))
+    rows.append(("engine with Steps 1 to 9 (the finished engine)", "engine"))
+    start = t[keys[0]]["median"]
+    out, before = [], None
+    for label, key in rows:
+        now = t[key]["median"]
+        out.append((label, key, now, None if before is None else before / now, start / now))
+        before = now
+    return out
+
+
+def pinned_pairs(section):
+    """(label, default key, pinned key) for each variant timed with glibc's thresholds both
+    ways."""
+    return [(section["implementations"].get(key.removesuffix("_pinned"))
+             or section.get("ablations", {}).get(key.removesuffix("_pinned"), key),
+             key.removesuffix("_pinned"), key) for key in section.get("pinned", {})]
+
+
+# -- where a target holds: the book's rule asks for two kinds of processor ------------------
+
+
+def processors_met(section, runs):
+    """{workload: sorted kinds of processor on which the target held} over the runs kept
+    (`history()`) of the stored run's commit, and the stored run itself; a workload missed on
+    any run of that commit counts on none."""
+    sha = section["commit"]["sha"]
+    same = [r for r in runs if r["commit"].get("sha") == sha and not r["commit"].get("dirty")]
+    found = {}
+    for name, w in section["workloads"].items():
+        verdicts = [(section["machine"]["cpu"], w["target"]["met"])]
+        verdicts += [(r.get("machine", "not recorded"), r["workloads"][name]["target"]["met"])
+                     for r in same if name in r["workloads"]]
+        kinds = {cpu for cpu, _ in verdicts if cpu != "not recorded"}
+        found[name] = sorted(kinds) if all(met for _, met in verdicts) else []
+    return found
+
+
+def targets_sentence(section, runs):
+    """How many targets count as met by the book's rule (two kinds of processor at the stored
+    commit), and where each holds in this run."""
+    where = processors_met(section, runs)
+    met = [n for n, kinds in where.items() if len(kinds) >= 2]
+    here = [n for n, w in section["workloads"].items() if w["target"]["met"]]
+    cpu = section["machine"]["cpu"]
+    total = len(section["workloads"])
+    if len(met) == total:
+        return f"{total} of {total} targets met, each on two kinds of processor or more"
+    one = [n for n in here if n not in met]
+    text = f"{len(met)} of {total} targets met by the book's rule (two kinds of processor)"
+    if one:
+        text += (f"; {len(one)} of {total} hold in this run on {cpu} (one kind of processor: "
+                 "not yet met by the book's rule)")
+    return text

@@ -15,30 +15,45 @@ RUN = ROOT / "tests" / "benchmarks" / "run.py"
 STORED = ROOT / "book" / "data" / "benchmarks.json"
 
 
+STEPS = ("wrap", "adopt", "slots", "plain", "clock", "sweep", "seed", "loss", "priority")
+
+
 def check_workloads(section):
     assert set(section["implementations"]) == {"engine", "engine_memory", "numpy", "torch",
                                                "autograd"}
-    assert set(section["ablations"]) == {  # chapter fast's steps, each undone
-        "engine_without_adopt", "engine_without_wrap", "engine_without_plain",
-        "engine_without_clock", "engine_without_sweep", "engine_without_seed",
-        "engine_without_loss", "engine_without_priority"}
+    assert set(section["ablations"]) == {f"engine_without_{s}" for s in STEPS}  # fast's steps
+    assert list(section["cumulative"]) == [  # the steps added in order; 1..8 and 1..9 are
+        "engine_through_none", *(f"engine_through_{s}" for s in STEPS[:-2])]  # timed already
+    assert section["null"] == {"engine_null": "engine again (the null variant)"}
     assert set(section["tried"]) == {"engine_with_inplace",  # tried in fast, not kept
                                      "engine_with_unchecked", "engine_with_shapes"}
-    names = set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
+    assert {"engine_pinned", "engine_memory_pinned", "engine_without_adopt_pinned",
+            "engine_without_sweep_pinned"} <= set(section["pinned"])
+    names = (set(section["implementations"]) | set(section["ablations"]) | set(section["tried"])
+             | set(section["null"]) | set(section["cumulative"]) | set(section["pinned"])
+             | set(section["minimal"]) | set(section["safety"]))
     for name, w in section["workloads"].items():
         assert set(w["times"]) == names, name
         for impl, t in w["times"].items():
             assert t["checked"] and t["gradient_difference"] <= 1e-12, (name, impl)
             assert t["median"] > 0 and len(t["samples"]) == (
-                section["settings"]["repeats"] * section["settings"]["processes"])
+                w["rounds"] * w["sets"])
             assert t["page_faults"] >= 0 and t["first"]["faults"] >= 0, (name, impl)
+            # glibc's thresholds fixed in the pinned workers only
+            assert t["info"]["malloc_env"] == (section["pinned_env"] if impl.endswith("_pinned")
+                                               else {}), (name, impl)
         # the engine before chapter fast is the snapshot of memory, not the package
         assert "/snapshots/memory-" in w["times"]["engine_memory"]["info"]["engine_file"]
         assert "/snapshots/" not in w["times"]["engine"]["info"]["engine_file"]
+        assert "/snapshots/" not in w["times"]["engine_null"]["info"]["engine_file"]
         target = w["target"]
         ratio = w["times"]["engine"]["median"] / w["times"][target["versus"]]["median"]
         assert math.isclose(w["ratios"][target["versus"]], ratio)
         assert target["met"] == (ratio <= target["ratio"])
+        noise = w["noise"]
+        assert len(noise["per_set"]) == w["sets"], name
+        assert math.isclose(noise["band"], max(abs(r - 1) for r in [
+            noise["pooled"], *noise["per_set"], *noise["quartiles"]]))
 
 
 def test_a_quick_run_checks_times_and_stores_one_workload(tmp_path):
@@ -57,7 +72,7 @@ def test_the_stored_results_have_everything_the_pages_read():
     stored = json.loads(STORED.read_text())
     check_workloads(stored["workloads"])
     assert list(stored["workloads"]["workloads"]) == [
-        "running_small", "running_large", "mlp", "chain", "leaf"]
+        "running_small", "running_large", "mlp", "chain", "cheap_large", "leaf"]
     assert not stored["workloads"]["commit"]["dirty"], "measured with uncommitted changes"
     build = stored["build"]
     assert math.isclose(build["overhead"], build["cold_build"] - build["scripts_sum"], abs_tol=0.11)
@@ -130,3 +145,109 @@ def test_a_full_run_adds_its_entry_to_the_log(tmp_path):
         run.add_to_history(stored, log)
     runs = json.loads(log.read_text())
     assert len(runs) == run.KEPT_RUNS and runs[-1] == run.history_entry(stored)
+
+
+def test_an_implementation_s_name_says_what_its_worker_runs():
+    import workloads as W
+
+    assert W.variant("engine_memory_pinned") == {"base": "engine", "engine": "memory", "undo": (),
+                                                 "experiment": None, "pinned": True}
+    assert W.variant("engine_without_adopt")["undo"] == ("adopt",)
+    assert W.variant("engine_through_none")["undo"] == W.STEPS
+    assert W.variant("engine_through_slots")["undo"] == (
+        "plain", "clock", "sweep", "seed", "loss", "priority")
+    assert W.variant("engine_null")["engine"] == "finished"
+    assert W.variant("numpy_pinned") == {"base": "numpy", "engine": None, "undo": (),
+                                         "experiment": None, "pinned": True}
+    assert W.STEPS == STEPS == tuple(W.UNDOS)
+    assert list(W.ABLATIONS) == [s for s in STEPS if s != "slots"]  # profiles.py's steps
+
+
+UNDO = """
+import sys
+sys.path.insert(0, {here!r})
+import numpy as np
+import workloads as W
+import run
+W.ablate({steps!r})
+import engine
+for name in W.WORKLOADS:
+    W.CHAIN_DEPTH = 50  # the check, not the time
+    data = W.inputs(name)
+    step = W.setup(name, "engine", data)
+    floor = W.setup(name, "numpy", data)()
+    assert max(run.largest_difference(step(), floor),
+               run.largest_difference(step(), floor)) <= run.CHECK_TOLERANCE, name
+t = engine.Tensor(np.ones(2)) * 2.0
+print(hasattr(type(t), "__slots__"), sorted(getattr(t, "__dict__", {{}})))
+"""
+
+
+def _undo(steps):
+    here = str(ROOT / "tests" / "benchmarks")
+    done = subprocess.run([sys.executable, "-c", UNDO.format(here=here, steps=steps)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split("\n")[-2]
+
+
+def test_undoing_one_step_or_all_of_them_keeps_the_gradients():
+    """ablate takes one step (helper profiles calls it so) or several; the combined undos of
+    Steps 1 and 5 (both replace _result) and Step 3's class without slots still compute the
+    NumPy floor's gradients (each in a fresh process: the undos patch the engine)."""
+    assert _undo("clock") == "True []"
+    assert _undo(STEPS).startswith("False ['_data', 'backward_fn', 'grad', 'op', 'parents'")
+    assert _undo(("wrap", "clock")) == "True []"
+    import workloads as W
+
+    try:
+        W.ablate("nothing")
+    except ValueError as error:
+        assert "nothing" in str(error)
+    else:
+        raise AssertionError("an unknown step was accepted")
+
+
+def test_the_noise_band_comes_from_the_null_variant():
+    import run
+
+    times = {"engine": {"samples": [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]},
+             "engine_null": {"samples": [1.1, 1.0, 1.0, 2.0, 1.9, 1.9]}}
+    noise = run.noise(times, repeats=3, sets=2)
+    assert noise["per_set"] == [1.0, 0.95] and noise["pooled"] == 1.0  # medians 1.5 and 1.5
+    assert noise["quartiles"] == [0.95, 1.025] and math.isclose(noise["band"], 0.05)
+    times["engine_null"]["samples"] = [1.3, 1.0, 0.7, 2.0, 2.0, 2.0]  # medians that agree
+    assert math.isclose(run.noise(times, repeats=3, sets=2)["band"], 0.1)  # are no band of 0
+
+
+def test_a_ratio_is_shown_only_outside_the_band():
+    import benchmark_results as B
+
+    w = {"noise": {"band": 0.03}}
+    assert B.with_band(1.57, w) == "1.57x (±3%)"
+    assert B.with_band(1.02, w) == "1.02x (±3%, not shown)"
+    assert B.with_band(1.02, {}) == "1.02x (noise not measured)"
+    section = {"ablations": {"engine_without_a": "engine without A",
+                             "engine_without_b": "engine without B"},
+               "workloads": {n: {"noise": {"band": 0.05}, "times": {
+                   "engine": {"median": 1.0}, "engine_without_a": {"median": 1.04},
+                   "engine_without_b": {"median": r}}} for n, r in (("x", 1.01), ("y", 1.2))}}
+    assert B.not_shown_steps(section) == ["engine without A"]
+
+
+def test_a_target_met_on_one_kind_of_processor_is_not_met_by_the_book_s_rule():
+    import benchmark_results as B
+
+    def run(cpu, met):
+        return {"commit": {"sha": "abc", "dirty": False}, "machine": cpu,
+                "workloads": {"mlp": {"target": {"met": met}}}}
+
+    section = {"commit": {"sha": "abc", "dirty": False}, "machine": {"cpu": "Xeon"},
+               "workloads": {"mlp": {"target": {"met": True}}}}
+    assert B.processors_met(section, [run("Xeon", True)]) == {"mlp": ["Xeon"]}
+    assert B.targets_sentence(section, [run("Xeon", True)]) == (
+        "0 of 1 targets met by the book's rule (two kinds of processor); 1 of 1 hold in this "
+        "run on Xeon (one kind of processor: not yet met by the book's rule)")
+    assert B.processors_met(section, [run("EPYC", True)]) == {"mlp": ["EPYC", "Xeon"]}
+    assert B.processors_met(section, [run("EPYC", False)]) == {"mlp": []}
+    assert B.targets_sentence(section, [run("EPYC", True)]).startswith("1 of 1 targets met")

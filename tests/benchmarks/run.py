@@ -1,23 +1,33 @@
-"""How fast is the engine? Time four workloads four ways, and time the book's build.
+"""How fast is the engine? Time six workloads five ways, and time the book's build.
 
-    python tests/benchmarks/run.py                  # everything (about 10 minutes), writes the results
+    python tests/benchmarks/run.py                  # everything (25 minutes or so), writes it all
     python tests/benchmarks/run.py --only mlp chain # some workloads, printed only
     python tests/benchmarks/run.py --quick          # fewer, shorter samples, printed only
     python tests/benchmarks/run.py --build          # only the build timings, written
     python tests/benchmarks/run.py --show           # print the stored results again
     python tests/benchmarks/run.py --commit HEAD    # measure a commit, not the working tree
+    python tests/benchmarks/run.py --quick --implementations engine_pinned --out /tmp/b.json
+                                                    # some implementations, written to a file
 
 Not a test (the README's pytest command does not collect it). Needs torch==2.13.0
 and autograd (tests/benchmarks/requirements.txt) besides the book's requirements.
 
 Workloads (tests/benchmarks/workloads.py): each runs forward + backward in
-float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU
-and HIPS autograd. The engine runs as the book finishes it, as chapter `memory`
-leaves it (the snapshot before chapter `fast`, written by book/_ext/snapshots.py
-and put first on that worker's PYTHONPATH), with each step of chapter `fast`
-undone in turn (`engine_without_<step>`, workloads.ABLATIONS), and with any change
-that chapter tried and did not keep (`engine_with_<name>`, workloads.EXPERIMENTS),
-all in the same rounds. How they are timed, so that the ratios are fair:
+float64 through the engine, hand-written NumPy (the floor), PyTorch on the CPU,
+HIPS autograd and, where tests/benchmarks/minimal.py exists, the minimal engine
+(`minimal`). The engine runs as the book finishes it (`engine`), again under
+another name (`engine_null`, the null variant: its ratio to `engine` is the
+run's noise), as chapter `memory` leaves it (`engine_memory`: the snapshot before
+chapter `fast`, written by book/_ext/snapshots.py and put first on that worker's
+PYTHONPATH), with each step of chapter `fast` undone in turn
+(`engine_without_<step>`, workloads.UNDOS), with the steps added in order
+(`engine_through_<step>`: Steps 1 to that one kept, the rest undone;
+`engine_through_none`: all undone), with any change that chapter (or
+tests/benchmarks/safety.py) tried and did not keep (`engine_with_<name>`,
+workloads.experiments()), and a few of these again with glibc's malloc
+thresholds fixed in the worker's environment (`<name>_pinned`,
+workloads.PINNED_ENV), all in the same rounds. How they are timed, so that the
+ratios are fair:
 
 * Each implementation runs in its own worker process (`--worker`), started the
   same way, with the same NumPy inputs, one BLAS/OpenMP thread (the variables
@@ -29,7 +39,10 @@ all in the same rounds. How they are timed, so that the ratios are fair:
 * Inputs and parameters become the library's leaves once; one timed iteration
   zeroes the gradients the library's own way, runs forward and backward.
 * In each fresh worker, before anything else, the first iteration is timed with
-  its minor page faults (`first`): a fresh process's allocation state.
+  its minor page faults (`first`): a fresh process's allocation state. The
+  first set of workers (below) starts them one at a time, each after the one
+  before has checked, so that this iteration runs while no other worker imports
+  or checks; `first` is that set's.
 * Each worker warms up, then picks how many iterations make one sample last at
   least `--min-time` seconds. Samples are taken in rounds, one sample per
   implementation per round in a rotating order, so that a change of load on the
@@ -38,8 +51,13 @@ all in the same rounds. How they are timed, so that the ratios are fair:
 * A worker's time moves by a few percent with its process (where malloc and the
   kernel happen to place its heap and arrays), so a full run starts a fresh set
   of workers three times, one set after another, and samples each set for a few
-  rounds. The time of an implementation is the median of all its samples, over
-  every set; the ratios are ratios of these medians.
+  rounds (`FULL["by_workload"]`: fewer for the slow chain). The time of
+  an implementation is the median of all its samples, over every set; the ratios
+  are ratios of these medians.
+* The noise band of a workload (`noise`): the largest |ratio - 1| of
+  `engine_null` over `engine`, from the pooled medians, from each set's medians
+  alone, and at the quartiles of the per-round ratios. A ratio of two of the
+  engine's variants within it is not shown.
 
 Build (`--build`): the working tree (tracked and untracked, not ignored files)
 is copied to a temporary folder, so nothing is cached and concurrent edits do
@@ -57,7 +75,14 @@ With `--commit REV` both parts measure that commit as `git archive` gives it
 not leak in; otherwise the working tree is measured, and the results say
 whether it had uncommitted changes.
 
-Results go to book/data/benchmarks.json. The workloads' section is what chapter
+Results go to book/data/benchmarks.json (schema 2). The workloads' section
+keeps: `implementations` (the five columns), `null`, `minimal` (empty without
+minimal.py), `ablations`, `cumulative`, `tried`, `pinned` ({name: label}) and
+`pinned_env`, `safety` (safety.py's changes, {name: label}); per workload
+`times` ({implementation: samples, median, page_faults, first, loops,
+busy_seconds (the run's wait for that worker, for planning settings), info with
+malloc_env}), `ratios`, `target`, `rounds` (per set), `sets` and `noise` ({band,
+pooled, per_set, quartiles, per_round}). The workloads' section is what chapter
 `book/fast.md` and the appendix page `book/speed.md` draw their tables and
 figures from; the build's section is shown by the execution report,
 `book/report.md`. A full run of the workloads replaces their section, a build
@@ -106,7 +131,7 @@ KEPT_RUNS = 10
 
 import workloads as W  # noqa: E402  (beside this script)
 
-SCHEMA = 1
+SCHEMA = 2  # 2: the null variant and band, steps added in order, pinned malloc, cheap_large
 CHECK_TOLERANCE = 1e-12  # largest |gradient - floor| over the largest |floor entry|
 
 # the issue's targets: the engine's time over the reference's time must be at most `ratio`
@@ -116,19 +141,48 @@ TARGETS = {
     "mlp": {"versus": "numpy", "ratio": 1.1},
     "chain": {"versus": "torch", "ratio": 0.8},
     "leaf": {"versus": "numpy", "ratio": 2.0},
+    # the running program's 1,000,000 entries without log and sin: the same bandwidth bound,
+    # so the same allowance over the floor (running_large's 1.2x)
+    "cheap_large": {"versus": "numpy", "ratio": 1.2},
 }
 LABELS = {"engine": "engine", "engine_memory": "engine before fast", "numpy": "NumPy by hand",
           "torch": "PyTorch CPU", "autograd": "HIPS autograd"}
-ABLATED = tuple(f"engine_without_{step}" for step in W.ABLATIONS)
+NULL_LABEL = {W.NULL: "engine again (the null variant)"}
+MINIMAL_LABEL = {W.MINIMAL: "minimal engine"}
+ABLATED = tuple(f"engine_without_{step}" for step in W.UNDOS)
 ABLATION_LABELS = {f"engine_without_{step}": f"engine without {what}"
-                   for step, what in W.ABLATIONS.items()}
-TRIED = tuple(f"engine_with_{name}" for name in W.EXPERIMENTS)
-TRIED_LABELS = {f"engine_with_{name}": f"engine with {what}"
-                for name, what in W.EXPERIMENTS.items()}
+                   for step, what in W.UNDOS.items()}
+# the steps added in order: `engine_through_<step>` keeps Steps 1 to that one, undoes the rest
+CUMULATIVE = tuple(f"engine_through_{kept}" for kept in W.CUMULATIVE)
+CUMULATIVE_LABELS = {f"engine_through_{kept}": "engine with every step undone" if kept == "none"
+                     else "engine with Step 1 only" if kept == W.STEPS[0]
+                     else f"engine with Steps 1 to {W.STEPS.index(kept) + 1} only"
+                     for kept in W.CUMULATIVE}
+# glibc's thresholds fixed (W.PINNED_ENV): which gains are the allocator's
+PINNED = ("engine_pinned", "engine_memory_pinned", "numpy_pinned",
+          "engine_without_adopt_pinned", "engine_without_sweep_pinned")
+PINNED_LABELS = {name: f"{name.removesuffix('_pinned')}, malloc's thresholds fixed"
+                 for name in PINNED}
+
+
+def tried_labels():
+    """{engine_with_<name>: label} for chapter fast's changes and tests/benchmarks/safety.py's."""
+    return {f"engine_with_{name}": f"engine with {what}"
+            for name, what in W.experiments().items()}
+
+
+def minimal_available():
+    return W.beside("minimal") is not None  # tests/benchmarks/minimal.py, helper safety's
+
+
 # `processes` sets of fresh workers, one set after another, each sampled for `repeats` rounds:
 # a worker's time moves by a few percent with its process (where its heap and arrays land),
 # so pooling several processes per implementation keeps one lucky process out of a ratio
-FULL = {"repeats": 5, "processes": 3, "min_time": 0.2, "warmup": 0.2}
+# Settings for about 25 minutes on the book's 2-core machine, 38 implementations and six
+# workloads (a --quick run's busy_seconds per worker, scaled): the chain's iteration takes up to
+# 2 s, and its check alone four of them, so it runs fewer rounds in two sets
+FULL = {"repeats": 4, "processes": 3, "min_time": 0.15, "warmup": 0.15,
+        "by_workload": {"chain": {"repeats": 3, "processes": 2}}}
 QUICK = {"repeats": 3, "processes": 1, "min_time": 0.05, "warmup": 0.05}
 
 
@@ -176,14 +230,16 @@ def worker(workload, implementation):
     import numpy as np
 
     info = library_info(implementation)
-    if implementation.startswith("engine"):
+    wanted = W.variant(implementation)
+    info["malloc_env"] = {k: os.environ[k] for k in W.PINNED_ENV if k in os.environ}
+    if wanted["engine"] is not None:
         import engine
 
         info["engine_file"] = engine.__file__  # which engine: the snapshot or the package
-        if implementation.startswith("engine_without_"):
-            W.ablate(implementation.removeprefix("engine_without_"))
-        if implementation.startswith("engine_with_"):
-            W.experiment(implementation.removeprefix("engine_with_"))
+        if wanted["undo"]:
+            W.ablate(wanted["undo"])
+        if wanted["experiment"]:
+            W.experiment(wanted["experiment"])
     data = W.inputs(workload)
     step = W.setup(workload, implementation, data)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -239,18 +295,31 @@ class Worker:
         installed one); `memory_root`: the folder of the snapshot of chapter `memory`,
         which the `engine_memory` worker imports."""
         self.implementation = implementation
-        if implementation == "engine_memory":
+        wanted = W.variant(implementation)
+        if wanted["engine"] == "memory":
             engine_root = memory_root
         env = dict(os.environ)
+        for name in W.PINNED_ENV:  # glibc's defaults unless the implementation pins them
+            env.pop(name, None)
+        if wanted["pinned"]:
+            env.update(W.PINNED_ENV)
         if engine_root is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(engine_root),
                                                               env.get("PYTHONPATH")]))
+        self.busy = 0.0  # seconds the run waited for this worker: for planning its settings
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", workload, implementation],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
             cwd=engine_root or ROOT)
 
     def ask(self, request=None):
+        started = time.perf_counter()
+        try:
+            return self._ask(request)
+        finally:
+            self.busy += time.perf_counter() - started
+
+    def _ask(self, request=None):
         if request is not None:
             self.process.stdin.write(json.dumps(request) + "\n")
             self.process.stdin.flush()
@@ -276,9 +345,19 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
     results = {impl: {"samples": [], "faults": [], "loops": []} for impl in implementations}
     sets = settings["processes"]
     for number in range(sets):
-        workers = [Worker(workload, impl, engine_root, memory_root) for impl in implementations]
+        workers = []
         try:
-            for w in workers:  # start all, then read: the imports overlap with nothing timed
+            # the first set starts its workers one at a time, each after the last one's check,
+            # so that each `first` iteration is timed while no other worker imports or checks;
+            # later sets start theirs together (their imports overlap with nothing timed)
+            sequential = number == 0
+            if not sequential:
+                workers = [Worker(workload, impl, engine_root, memory_root)
+                           for impl in implementations]
+            for impl in implementations:
+                if sequential:
+                    workers.append(Worker(workload, impl, engine_root, memory_root))
+                w = workers[-1] if sequential else workers[implementations.index(impl)]
                 checked = w.ask()
                 if not checked["ok"]:
                     raise SystemExit(f"{workload}: {w.implementation}'s gradients differ from "
@@ -289,7 +368,7 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
                 result["gradient_difference"] = max(checked["difference"],
                                                     result.get("gradient_difference", 0.0))
                 result.setdefault("info", checked["info"])
-                result.setdefault("first", checked["first"])  # the first set's fresh process
+                result.setdefault("first", checked["first"])  # the first set's, started alone
             for w in workers:
                 results[w.implementation]["loops"].append(w.ask(
                     {"cmd": "calibrate", "min_time": settings["min_time"],
@@ -306,6 +385,8 @@ def run_workload(workload, implementations, settings, engine_root=None, memory_r
         finally:
             for w in workers:
                 w.stop()
+                results[w.implementation].setdefault("busy_seconds", []).append(
+                    round(w.busy, 2))
     if sys.stdout.isatty():
         print(" " * 60, end="\r")
     for result in results.values():
@@ -422,14 +503,47 @@ def memory_snapshot(root, folder):
     return snapshots.snapshot_folder("memory", folder, root=root)
 
 
-def run_workloads(names, settings, commit=None, ablations=True):
+def chosen_implementations(ablations=True, only=None):
+    """Every implementation a run times, in the order of its tables: the five columns, the
+    null variant, the minimal engine (where tests/benchmarks/minimal.py exists), then with
+    `ablations` each step undone, the steps added in order, the changes tried and the pinned
+    allocator's variants. `only`: keep these names (and the engine and the null variant, which
+    every ratio and the band need)."""
+    names = W.IMPLEMENTATIONS + (W.NULL,) + ((W.MINIMAL,) if minimal_available() else ())
+    if ablations:
+        names += ABLATED + CUMULATIVE + tuple(tried_labels()) + PINNED
+    if only:
+        names = tuple(n for n in names if n in only or n in ("engine", W.NULL))
+    return names
+
+
+def noise(times, repeats, sets):
+    """The run's noise band on one workload, from the null variant: the same code as `engine`
+    in a worker of its own, so its ratio to `engine` would be exactly 1 without noise. The
+    band is the largest |ratio - 1| over: the ratio of the pooled medians (computed as every
+    printed ratio is), the ratios of each set of processes taken alone (fewer samples, so
+    wider), and the lower and upper quartiles of the per-round ratios (so that two medians that
+    happen to agree do not make the band nothing). A printed ratio within 1 +- band could be
+    noise."""
+    null, engine = times[W.NULL]["samples"], times["engine"]["samples"]
+    pooled = statistics.median(null) / statistics.median(engine)
+    per_set = [statistics.median(null[k * repeats:(k + 1) * repeats])
+               / statistics.median(engine[k * repeats:(k + 1) * repeats]) for k in range(sets)]
+    per_round = [n / e for n, e in zip(null, engine, strict=True)]
+    q1, _, q3 = statistics.quantiles(per_round, n=4) if len(per_round) > 1 else per_round * 3
+    return {"band": max(abs(r - 1.0) for r in [pooled, *per_set, q1, q3]), "pooled": pooled,
+            "per_set": per_set, "quartiles": [q1, q3], "per_round": per_round}
+
+
+def run_workloads(names, settings, commit=None, ablations=True, only=None):
     started = time.perf_counter()
     engine_root = None
     if commit is not None:  # the workers import the engine of that commit
         engine_root = snapshot(Path(tempfile.mkdtemp(prefix="engine-timing-")) / "root", commit)
     memory_folder = Path(tempfile.mkdtemp(prefix="engine-memory-"))
     memory_root = memory_snapshot(engine_root or ROOT, memory_folder)
-    implementations = W.IMPLEMENTATIONS + ((ABLATED + TRIED) if ablations else ())
+    implementations = chosen_implementations(ablations, only)
+    tried = tried_labels()
     section = {
         "date": now(),
         "commit": commit_info(commit),
@@ -440,11 +554,22 @@ def run_workloads(names, settings, commit=None, ablations=True):
                          iteration="leaves made once; zero the gradients, forward, backward"),
         "implementations": dict(LABELS),
         "ablations": {k: v for k, v in ABLATION_LABELS.items() if k in implementations},
-        "tried": {k: v for k, v in TRIED_LABELS.items() if k in implementations},
+        # chapter fast's changes tried and not kept, and tests/benchmarks/safety.py's (helper
+        # safety's page section shows those): both run as engine_with_<name>
+        "tried": {k: v for k, v in tried.items()
+                  if k in implementations and k.removeprefix("engine_with_") in W.EXPERIMENTS},
+        "safety": {k: v for k, v in tried.items()
+                   if k in implementations and k.removeprefix("engine_with_") not in W.EXPERIMENTS},
+        "null": {k: v for k, v in NULL_LABEL.items() if k in implementations},
+        "minimal": {k: v for k, v in MINIMAL_LABEL.items() if k in implementations},
+        "cumulative": {k: v for k, v in CUMULATIVE_LABELS.items() if k in implementations},
+        "pinned": {k: v for k, v in PINNED_LABELS.items() if k in implementations},
+        "pinned_env": dict(W.PINNED_ENV),
         "workloads": {},
     }
     for name in names:
-        times = run_workload(name, implementations, settings, engine_root, memory_root)
+        these = {**settings, **settings.get("by_workload", {}).get(name, {})}
+        times = run_workload(name, implementations, these, engine_root, memory_root)
         target = TARGETS[name]
         medians = {impl: t["median"] for impl, t in times.items()}
         ratio = medians["engine"] / medians[target["versus"]]
@@ -453,11 +578,14 @@ def run_workloads(names, settings, commit=None, ablations=True):
             "times": times,
             "ratios": {impl: medians["engine"] / m for impl, m in medians.items()},
             "target": dict(target, measured=ratio, met=bool(ratio <= target["ratio"])),
+            "rounds": these["repeats"],  # per set of processes
+            "sets": these["processes"],
+            "noise": noise(times, these["repeats"], these["processes"]),
         }
         for impl, t in times.items():
             section["machine"].update({k: v for k, v in t["info"].items()
                                        if k in ("torch_blas", "torch_threads")})
-        print(f"  {name}: done")
+        print(f"  {name}: done ({time.perf_counter() - started:.0f} s into the run)")
     section["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     section["seconds"] = round(time.perf_counter() - started, 1)
     if engine_root is not None:
@@ -630,35 +758,32 @@ def fmt_time(seconds):
 
 
 def workloads_table(section):
-    impls = [i for i in W.IMPLEMENTATIONS + ABLATED + TRIED
-             if any(i in w["times"] for w in section["workloads"].values())]
-    short = {i: i.replace("engine_without_", "w/o ").replace("engine_with_", "w/ ")
-             .replace("engine_memory", "before")
-             for i in impls}
-    lines = [f"{'workload':<16}" + "".join(f" {short[i]:>12}" for i in impls)
-             + f"{'engine / torch':>16}{'engine / numpy':>16}   target"]
-    for name, w in section["workloads"].items():
-        times = w["times"]
+    """One row per implementation (time and page faults per iteration, median), one column per
+    workload; then each workload's target and noise band."""
+    work = section["workloads"]
+    names = list(work)
+    impls = list(dict.fromkeys(i for w in work.values() for i in w["times"]))
+    lines = [f"{'implementation':<34}" + "".join(f"{n:>24}" for n in names)]
+    for impl in impls:
+        cells = []
+        for n in names:
+            t = work[n]["times"].get(impl)
+            cells.append(f"{fmt_time(t['median'])} ({t['page_faults']:.0f})" if t else "-")
+        lines.append(f"{impl:<34}" + "".join(f"{c:>24}" for c in cells))
+    for n, w in work.items():
         target = w["target"]
-        row = f"{name:<16}" + "".join(
-            f" {fmt_time(times[i]['median']) if i in times else '-':>12}" for i in impls)
-        row += f"{w['ratios'].get('torch', float('nan')):>15.2f}x"
-        row += f"{w['ratios'].get('numpy', float('nan')):>15.2f}x"
-        row += (f"   <= {target['ratio']:.2f}x {target['versus']}: "
-                + ("met" if target["met"] else "NOT met"))
-        lines.append(row)
-    lines.append(f"{'page faults':<16}" + "".join(f" {short[i]:>12}" for i in impls)
-                 + "   (minor, per iteration, median)")
-    for name, w in section["workloads"].items():
-        lines.append(f"{name:<16}" + "".join(
-            f" {w['times'][i]['page_faults']:>12.0f}" if "page_faults" in w["times"].get(i, {})
-            else f" {'-':>12}" for i in impls))
+        lines.append(f"{n}: engine / torch {w['ratios'].get('torch', float('nan')):.2f}x, "
+                     f"engine / numpy {w['ratios'].get('numpy', float('nan')):.2f}x; target "
+                     f"<= {target['ratio']:.2f}x {target['versus']}: "
+                     + ("met" if target["met"] else "NOT met")
+                     + (f"; noise band +-{100 * w['noise']['band']:.1f}% (null / engine "
+                        f"{w['noise']['pooled']:.3f})" if "noise" in w else ""))
     m = section["machine"]
     st = section["settings"]
-    lines.append(f"median of {st['repeats'] * st['processes']} samples per implementation "
-                 f"({st['repeats']} rounds x {st['processes']} sets of processes), one "
-                 f"thread, gc on; {m['cpu']}, {m['cores']} cores, load {m['load_average']}; "
-                 f"commit {section['commit']['short']}"
+    lines.append(f"(page faults): minor, per iteration, median; median of "
+                 f"{st['repeats']} rounds x {st['processes']} sets of processes per "
+                 f"implementation, one thread, gc on; {m['cpu']}, {m['cores']} cores, load "
+                 f"{m['load_average']}; commit {section['commit']['short']}"
                  + (" (uncommitted changes)" if section["commit"]["dirty"] else ""))
     return "\n".join(lines)
 
@@ -706,6 +831,8 @@ def main(argv=None):
                         "fast each")
     parser.add_argument("--no-build", action="store_true",
                         help="time the workloads only and keep the stored build timings")
+    parser.add_argument("--implementations", nargs="+", metavar="NAME",
+                        help="time only these implementations (and engine, engine_null)")
     parser.add_argument("--build", action="store_true",
                         help="only the build timings (cold build, plain scripts, rebuilds)")
     parser.add_argument("--rebuilds", type=int, default=3, help="rebuilds to time (default 3)")
@@ -738,12 +865,13 @@ def main(argv=None):
         if "build" in results:
             print(build_table(results["build"]))
         return
-    write = args.out is not None or not (args.only or args.quick)
+    write = args.out is not None or not (args.only or args.quick or args.implementations)
     settings = QUICK if args.quick else FULL
     if not args.build:
         names = args.only or list(W.WORKLOADS)
         print(f"workloads: {', '.join(names)} ({'quick' if args.quick else 'full'} settings)")
-        section = run_workloads(names, settings, args.commit, not args.no_ablations)
+        section = run_workloads(names, settings, args.commit, not args.no_ablations,
+                                args.implementations)
         print(workloads_table(section))
         if write:
             results["workloads"] = section

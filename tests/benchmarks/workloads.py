@@ -1,16 +1,19 @@
-"""The four benchmark workloads, each written four ways: engine, NumPy by hand, PyTorch, HIPS autograd.
+"""The benchmark workloads, each written five ways: engine, NumPy by hand, PyTorch, HIPS autograd,
+and the minimal engine (tests/benchmarks/minimal.py, imported only when asked for).
 
     running_small   y = ln x1 + x1 x2 - sin x2 on 3 entries: the fixed cost per operation
     running_large   the same program on 1,000,000 entries: memory bandwidth
     mlp             784-256-256-10, tanh, batch 64, mean cross-entropy: matrix products
     chain           y = sin(sin(...sin(x)...)), 100,000 operations on one entry: graph bookkeeping
     leaf            a leaf made from a 784x256 array (a first layer's weights): one copy
+    cheap_large     y = x1 x2 + x1 - x2 on 1,000,000 entries: only *, + and -, memory bandwidth
 
 The engine runs twice: as the book finishes it (`engine`) and as chapter
 `memory` leaves it, before chapter `fast` (`engine_memory`: run.py puts that
-snapshot first on the worker's PYTHONPATH); `ablation` undoes one step of
-chapter `fast` in the finished engine, so that one run measures what each step
-earns.
+snapshot first on the worker's PYTHONPATH); `ablate` undoes steps of chapter
+`fast` in the finished engine (one, to measure what that step earns; or steps
+k+1..9, to add the steps one at a time in order, `CUMULATIVE`), so that one run
+measures what each step earns.
 
 Every implementation is a setup function `<program>_<implementation>(*inputs)`.
 It makes the inputs and parameters into the library's own leaves ONCE and
@@ -24,6 +27,10 @@ NumPy floor before it times any of them.
 PyTorch and autograd are imported only when asked for, so the engine and
 NumPy columns run without them. Everything is float64.
 """
+
+import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -72,6 +79,16 @@ WORKLOADS = {
                        "as deep as it gets, so the time is recording nodes, sorting them "
                        "topologically and walking them back.",
     },
+    "cheap_large": {
+        "title": "cheap operations, 1,000,000 entries",
+        "program": "cheap",
+        "measures": "memory bandwidth, no transcendental function",
+        "size": f"{RUNNING_LARGE:,} entries",
+        "description": "y = x1 x2 + x1 - x2 on 1,000,000 entries, seeded with ones as the "
+                       "running program is: only *, + and -, each a pass over 8 MB arrays "
+                       "that costs about what a copy does, so every extra temporary or pass "
+                       "of a library shows, where log and sin would hide it.",
+    },
     "leaf": {
         "title": "a leaf from a 784x256 array",
         "program": "leaf",
@@ -85,6 +102,40 @@ WORKLOADS = {
 }
 IMPLEMENTATIONS = ("engine", "engine_memory", "numpy", "torch", "autograd")
 ENGINES = ("engine", "engine_memory")  # both run the engine's setup functions
+# the finished engine again, in a worker of its own: what it shows against `engine` is the
+# noise of the run (run.py, the band)
+NULL = "engine_null"
+MINIMAL = "minimal"  # the minimal engine: tests/benchmarks/minimal.py, `<program>_minimal`
+# glibc's malloc with its thresholds fixed (run.py sets these in the worker's environment for an
+# implementation named `<name>_pinned`): the trim threshold and the mmap threshold no longer
+# move with the sizes freed, so freed memory stays in the heap and no page is handed over again
+# at every iteration. 32 MiB is the largest mmap threshold glibc accepts on 64 bits. These two
+# take the MLP, running_large and cheap_large to 0 faults per iteration; MALLOC_TOP_PAD_ changed
+# nothing more, so it stays at its default.
+PINNED_ENV = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}
+
+
+def variant(implementation):
+    """What an implementation's name asks for: {"base": the setup functions' suffix,
+    "engine": the engine it imports ("finished", "memory" or None), "undo": the steps of chapter
+    fast undone, "experiment": a change tried, "pinned": glibc's thresholds fixed}."""
+    name = implementation
+    pinned = name.endswith("_pinned")
+    name = name.removesuffix("_pinned")
+    found = {"base": name, "engine": None, "undo": (), "experiment": None, "pinned": pinned}
+    if name == "engine_memory":
+        found.update(base="engine", engine="memory")
+    elif name.startswith("engine"):
+        found.update(base="engine", engine="finished")
+        if name.startswith("engine_without_"):
+            found["undo"] = (name.removeprefix("engine_without_"),)
+        elif name.startswith("engine_through_"):
+            found["undo"] = undone_after(name.removeprefix("engine_through_"))
+        elif name.startswith("engine_with_"):
+            found["experiment"] = name.removeprefix("engine_with_")
+        elif name not in ("engine", NULL):
+            raise ValueError(f"no implementation {implementation!r}")
+    return found
 
 
 # -- inputs -------------------------------------------------------------------------
@@ -122,6 +173,7 @@ def inputs(workload):
         "mlp": mlp_inputs,
         "chain": chain_inputs,
         "leaf": leaf_inputs,
+        "cheap_large": lambda: running_inputs(RUNNING_LARGE),
     }[workload]()
 
 
@@ -181,6 +233,21 @@ def chain_engine(a):
             y = y.sin()
         y.backward()
         return (x.grad,)
+
+    return step
+
+
+def cheap_engine(a, b):
+    from engine import Tensor
+
+    x1, x2 = Tensor(a), Tensor(b)
+    zero = _engine_zero((x1, x2))
+
+    def step():
+        zero()
+        y = x1 * x2 + x1 - x2
+        y.backward()
+        return x1.grad, x2.grad
 
     return step
 
@@ -246,6 +313,14 @@ def chain_numpy(a):
     return step
 
 
+def cheap_numpy(a, b):
+    def step():
+        y = a * b + a - b  # noqa: F841  (the forward pass, as in every other column)
+        return b + 1.0, a - 1.0
+
+    return step
+
+
 def leaf_numpy(w):
     return lambda: (np.array(w),)
 
@@ -303,6 +378,21 @@ def chain_torch(a):
     return step
 
 
+def cheap_torch(a, b):
+    import torch
+
+    x1 = torch.tensor(a, requires_grad=True)
+    x2 = torch.tensor(b, requires_grad=True)
+
+    def step():
+        x1.grad = x2.grad = None
+        y = x1 * x2 + x1 - x2
+        y.backward(torch.ones_like(y))
+        return x1.grad.numpy(), x2.grad.numpy()
+
+    return step
+
+
 def leaf_torch(w):
     import torch
 
@@ -356,15 +446,24 @@ def chain_autograd(a):
     return lambda: (gradient(a),)
 
 
+def cheap_autograd(a, b):
+    from autograd import grad
+    import autograd.numpy as anp
+
+    gradient = grad(lambda x1, x2: anp.sum(x1 * x2 + x1 - x2), (0, 1))  # sum: a seed of ones
+    return lambda: gradient(a, b)
+
+
 def leaf_autograd(w):
     return lambda: (np.array(w),)  # autograd differentiates functions of NumPy arrays
 
 
-# -- ablations: the finished engine with one step of chapter `fast` undone ----------------
+# -- ablations: the finished engine with steps of chapter `fast` undone ---------------------
 
-ABLATIONS = {  # the step of chapter `fast` each undoes, and how
+UNDOS = {  # the step of chapter `fast` each undoes, and how, in the chapter's order
     "wrap": "Step 1: each result made by Tensor(...)",
     "adopt": "Step 2: every first VJP copied",
+    "slots": "Step 3: a __dict__ in every tensor instead of slots",
     "plain": "Step 4: NumPy's results left versioned",
     "clock": "Step 5: every operation notes its saved arrays' versions",
     "sweep": "Step 6: the sweep of chapter memory",
@@ -372,22 +471,77 @@ ABLATIONS = {  # the step of chapter `fast` each undoes, and how
     "loss": "Step 8: the loss with its masks when every row counts",
     "priority": "Step 9: a VersionedArray beside a plain array wrapped by its hook",
 }
+# the steps undone by patching a running engine, as before Step 3 could be undone: the set
+# tests/benchmarks/profiles.py profiles (it asserts it has a profile for each)
+ABLATIONS = {step: what for step, what in UNDOS.items() if step != "slots"}
+STEPS = tuple(UNDOS)
+# the steps added one at a time: CUMULATIVE[k] keeps Steps 1..k and undoes the rest ("none":
+# every step undone); Steps 1..9 all kept is the finished engine, and Steps 1..8 is the engine
+# without Step 9, so those two are not timed twice
+CUMULATIVE = ("none",) + STEPS[:-2]
 
 
-def ablate(step):
-    """Undo `step` of chapter `fast` in the imported (finished) engine, by patching it."""
+def undone_after(kept):
+    """The steps `engine_through_<kept>` undoes: every step after `kept` ("none": all)."""
+    return STEPS if kept == "none" else STEPS[STEPS.index(kept) + 1:]
+
+
+def _without_slots():
+    """Step 3 undone: the Tensor class made again from its own namespace without `__slots__`,
+    as the class statement would make it without that line (a __dict__ and a __weakref__ per
+    object, the attributes in the dict), and bound wherever the engine's modules name it. A
+    subclass would not do: the slots' descriptors would still hold the attributes."""
+    import sys
+
     import engine.tensor as T
 
-    if step == "plain":
+    old = T.Tensor
+    slots = set(old.__slots__)
+    namespace = {k: v for k, v in vars(old).items()
+                 if k not in slots and k not in ("__slots__", "__dict__", "__weakref__")}
+    new = type(old.__name__, old.__bases__, namespace)
+    new.__qualname__, new.__module__ = old.__qualname__, old.__module__
+    for module in list(sys.modules.values()):  # engine.tensor, engine, engine.nn, ...
+        if getattr(module, "__name__", "").partition(".")[0] == "engine" \
+                and getattr(module, "Tensor", None) is old:
+            module.Tensor = new
+    assert not hasattr(new, "__slots__") and hasattr(new(np.zeros(1)), "__dict__")
+
+
+def ablate(steps):
+    """Undo `steps` of chapter `fast` (a name of UNDOS, or several) in the imported,
+    finished engine, by patching it. Undos that replace the same function are combined:
+    Steps 1 and 5 both replace `_result`."""
+    steps = {steps} if isinstance(steps, str) else set(steps)
+    unknown = steps - set(UNDOS)
+    if unknown:
+        raise ValueError(f"no step {sorted(unknown)!r} to undo: {', '.join(UNDOS)}")
+    import engine.tensor as T
+
+    if "slots" in steps:  # first: the patches below go onto the class it makes
+        _without_slots()
+    if "plain" in steps:
         import engine.memory as M
 
         del M.VersionedArray.__array_wrap__  # back to ndarray's: results of the subclass
-    elif step == "adopt":
+    if "adopt" in steps:
         def copying_adopt(self, vjp, y_bar):
             self.grad = np.array(vjp, dtype=np.float64)
 
         T.Tensor._adopt = copying_adopt
-    elif step == "wrap":
+    if "wrap" in steps and "clock" in steps:  # chapter memory's _result, as it was
+        def constructed_noting_result(self, data, parents, op, backward_fn):
+            out = T.Tensor(data, requires_grad=False, copy=False)
+            if T.is_grad_enabled() and any(parent.requires_grad for parent in parents):
+                out.requires_grad = True
+                out.parents = parents
+                out.op = op
+                out.backward_fn = backward_fn
+                out.saved_versions = T.record_versions(backward_fn)
+            return out
+
+        T.Tensor._result = constructed_noting_result
+    elif "wrap" in steps:
         def constructed_result(self, data, parents, op, backward_fn):
             out = T.Tensor(data, requires_grad=False, copy=False)
             if T.is_grad_enabled() and any(parent.requires_grad for parent in parents):
@@ -399,9 +553,7 @@ def ablate(step):
             return out
 
         T.Tensor._result = constructed_result
-    elif step == "clock":
-        import engine.memory as M
-
+    elif "clock" in steps:
         def noting_result(self, data, parents, op, backward_fn):  # Step 1's, noting versions
             out = T.Tensor.__new__(T.Tensor)
             out._data = T.VersionedArray.of(data)
@@ -417,6 +569,10 @@ def ablate(step):
                 out.backward_fn, out.saved_versions = None, ()
             return out
 
+        T.Tensor._result = noting_result
+    if "clock" in steps:
+        import engine.memory as M
+
         def check_every_pair(node):  # chapter memory's check_saved
             if M.is_freed(node):
                 return M.check_saved(node)  # raises: the graph was freed
@@ -425,9 +581,8 @@ def ablate(step):
                     raise RuntimeError(f"an array of shape {array.shape} saved by "
                                        f"'{node.op}' was changed in place")
 
-        T.Tensor._result = noting_result
         T.check_saved = check_every_pair  # a tuple is never the clock: every node checked
-    elif step == "sweep":
+    if "sweep" in steps:
         from engine.shapes import unbroadcast
 
         def backward(self, gradient=None, retain_graph=False):  # before Step 6
@@ -458,18 +613,16 @@ def ablate(step):
                     parent._add_grad(unbroadcast(vjp, parent.shape), self.grad)
 
         T.Tensor.backward, T.Tensor._run_closure = backward, run_closure
-    elif step == "seed":
+    if "seed" in steps:
         T.seed_ones = np.ones  # backward's `_seed` looks it up at each call
-    elif step == "priority":
+    if "priority" in steps:
         import engine.memory as M
 
         del M.VersionedArray.__array_priority__  # back to ndarray's 0.0: the hook is called
-    elif step == "loss":
+    if "loss" in steps:
         import engine.functional as F
 
         F._every_row_counts = lambda logits, targets, ignore_index: False  # the general way
-    else:
-        raise ValueError(f"no step {step!r} to undo: {', '.join(ABLATIONS)}")
 
 
 # -- a step tried and not kept: measured beside the others, applied by patching ---------
@@ -481,9 +634,36 @@ EXPERIMENTS = {
 }
 
 
+def beside(name):
+    """The module tests/benchmarks/<name>.py (another helper's: `minimal`, `safety`), loaded
+    from beside this file and not from wherever sys.path finds that name; None if missing."""
+    path = Path(__file__).with_name(f"{name}.py")
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def experiments():
+    """{name: description} of every change timed as `engine_with_<name>`: chapter fast's and
+    those of tests/benchmarks/safety.py, where it exists."""
+    safety = beside("safety")
+    return {**EXPERIMENTS, **(safety.EXPERIMENTS if safety else {})}
+
+
 def experiment(name):
-    """Apply the change `name`, which chapter `fast` tried and did not keep, to the engine."""
+    """Apply the change `name`, which chapter `fast` tried and did not keep (or
+    tests/benchmarks/safety.py describes), to the engine."""
     import engine.tensor as T
+
+    if name not in EXPERIMENTS and name in experiments():
+        beside("safety").apply(name)
+        return
 
     if name == "unchecked":  # what the checks cost: no errstate around log, sqrt, exp, /, **
         # and none around the sweep; the values are NumPy's either way
@@ -542,7 +722,7 @@ def _shapes_in_python():
 def setup(workload, implementation, data=None):
     """`step` for `workload` through `implementation`, on `data` (default: `inputs(workload)`)."""
     data = inputs(workload) if data is None else data
-    if implementation in ENGINES or implementation.startswith(("engine_without_",
-                                                               "engine_with_")):
-        implementation = "engine"
-    return globals()[f"{WORKLOADS[workload]['program']}_{implementation}"](*data)
+    base = variant(implementation)["base"]
+    if base == MINIMAL:  # tests/benchmarks/minimal.py, imported only when asked for
+        return getattr(beside("minimal"), f"{WORKLOADS[workload]['program']}_minimal")(*data)
+    return globals()[f"{WORKLOADS[workload]['program']}_{base}"](*data)
