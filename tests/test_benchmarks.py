@@ -251,3 +251,31 @@ def test_a_target_met_on_one_kind_of_processor_is_not_met_by_the_book_s_rule():
     assert B.processors_met(section, [run("EPYC", True)]) == {"mlp": ["EPYC", "Xeon"]}
     assert B.processors_met(section, [run("EPYC", False)]) == {"mlp": []}
     assert B.targets_sentence(section, [run("EPYC", True)]).startswith("1 of 1 targets met")
+
+
+# what a stored run measured: the engine and the workers' code. An edit of any of these after
+# the run makes the stored times those of another program, so the run must be taken again.
+MEASURED = ("engine", "tests/benchmarks/workloads.py", "tests/benchmarks/minimal.py",
+            "tests/benchmarks/safety.py", "tests/benchmarks/profiles.py")
+
+
+def changed_since(commit):
+    """The measured files that differ between `commit` and the working tree."""
+    run = subprocess.run(["git", "diff", "--name-only", commit, "--", *MEASURED],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert run.returncode == 0, f"git diff against the stored run's commit {commit}: {run.stderr}"
+    return run.stdout.split()
+
+
+def test_the_stored_runs_measured_the_engine_as_it_is_now():
+    """The issue's 'the stored run is from the final commit': the run's commit may be older
+    than HEAD (the results are committed after it), but nothing it measured may have changed."""
+    stored = json.loads(STORED.read_text())["workloads"]["commit"]
+    assert not changed_since(stored["sha"]), (
+        f"book/data/benchmarks.json measured commit {stored['short']}; since then "
+        f"{changed_since(stored['sha'])} changed: run tests/benchmarks/run.py again")
+    profiles = json.loads((ROOT / "book" / "data" / "step-profiles.json").read_text())["commit"]
+    assert not profiles["dirty"], "step-profiles.json: measured with uncommitted changes"
+    assert not changed_since(profiles["sha"]), (
+        f"book/data/step-profiles.json measured commit {profiles['short']}; since then "
+        f"{changed_since(profiles['sha'])} changed: run tests/benchmarks/profiles.py again")
