@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import verifier
 from support import books
 from support.books import FRONT, fence_of, line_of
@@ -256,15 +256,15 @@ def test_bad_options_name_their_line(options, marker, words, tmp_path):
             "```{code-cell} ipython3\n---\n" + "\n".join(options) + "\n---\nprint(2)\n```\n")
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(cells.ChapterError) as error:
-        cells.read_chapter(path, verifier.ROOT)
+    with pytest.raises(myst_reader.ChapterError) as error:
+        myst_reader.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, marker)
     assert words in error.value.what
     assert str(error.value).startswith(f"{path}:{error.value.line}: ")
     # the build comments the options out, keeping every line where it was
-    fixed = cells.comment_out_options(text, error.value.line)
+    fixed = myst_reader.comment_out_options(text, error.value.line)
     assert len(fixed.splitlines()) == len(text.splitlines())
-    chapter = cells.read_chapter(path, verifier.ROOT, text=fixed)
+    chapter = myst_reader.read_chapter(path, verifier.ROOT, text=fixed)
     assert [c.source for c in chapter.cells] == ["print(1)", "print(2)"]
     assert chapter.cells[1].options == {}
 
@@ -273,7 +273,7 @@ def test_unclosed_options_block_names_its_opening_line(tmp_path):
     text = FRONT + "\n# T\n\n```{code-cell} ipython3\n---\nexpect: a\nprint(2)\n```\n"
     path = tmp_path / "t.md"
     path.write_text(text)
-    with pytest.raises(cells.ChapterError) as error:
-        cells.read_chapter(path, verifier.ROOT)
+    with pytest.raises(myst_reader.ChapterError) as error:
+        myst_reader.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, "expect: a") - 1
     assert "never closed" in error.value.what

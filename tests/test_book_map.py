@@ -68,7 +68,7 @@ def test_the_intro_quotes_the_readme_test_command():
 
 def test_each_chapter_imports_only_engine_modules_introduced_by_it_or_earlier():
     """The rule of the book: a reader can run chapter k with chapters 1..k of the engine."""
-    from cells import read_chapter
+    from myst_reader import read_chapter
     from report import engine_modules
 
     allowed = {"engine", "engine.figures"}  # the package itself and the drawing helpers

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import verifier
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def book_copy(folder, text):
 
 def claim_check(text):
     """The fence of the hidden cell that asserts the claim."""
-    return next(f for f in cells.code_cell_fences(text)
+    return next(f for f in myst_reader.code_cell_fences(text)
                 if "remove-cell" in f.options.get("tags", "") and CLAIM[0] in f.content)
 
 

@@ -24,7 +24,7 @@ import pytest
 
 import book_config
 import book_pdf
-import cells
+import myst_reader
 import determinism_check as dc
 import engine_cache
 import execution
@@ -94,7 +94,7 @@ def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
     path = tmp_path / "chatty.md"
     path.write_text(FRONT + "\n# Chatty\n\n```{code-cell} ipython3\n" + CHATTY[0].source
                     + "\n```\n")
-    chapter = cells.read_chapter(path, ROOT)
+    chapter = myst_reader.read_chapter(path, ROOT)
     executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
     [cell] = [c for c in executed.cells if c.cell_type == "code"]
@@ -286,7 +286,7 @@ def test_no_page_carries_the_day_it_was_built():
 def test_second_clean_build_executed_every_chapter_itself(two_builds):
     _, second, _ = two_builds
     cached = [slug for path, slug in chapters()
-              if dc.execution_mode(cells.read_chapter(path, ROOT).nb) not in ("force", "inline")]
+              if dc.execution_mode(myst_reader.read_chapter(path, ROOT).nb) not in ("force", "inline")]
     cache = engine_cache.open_cache(second)
     assert len(cache.list_cache_records()) == len(cached), "the cache was not fresh"
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-import cells
+import myst_reader
 import verifier
 
 FAST = verifier.ROOT / "book" / "fast.md"
@@ -18,7 +18,7 @@ def _cell_with(chapter, text):
 def test_on_engine_leaves_no_folder_behind(tmp_path):
     """Every run of the chapter calls on_engine("before", ...) six times; each call used
     to write the old engine into a new temporary folder, and none was removed."""
-    chapter = cells.read_chapter(FAST)
+    chapter = myst_reader.read_chapter(FAST)
     program = "\n".join([
         _cell_with(chapter, "import tempfile"),
         _cell_with(chapter, "def on_engine("),

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import output_rules
 import verifier
 
@@ -24,11 +24,11 @@ def chapter_text(body):
 
 
 def uses(body):
-    return [(u.name, u.kind, u.spec, u.line) for u in cells.glue_uses(chapter_text(body), ROOT)]
+    return [(u.name, u.kind, u.spec, u.line) for u in myst_reader.glue_uses(chapter_text(body), ROOT)]
 
 
 def cell(options, line=1):
-    return cells.CodeCell(index=0, line=line, source="", options=options)
+    return myst_reader.CodeCell(index=0, line=line, source="", options=options)
 
 
 def plain(value):
@@ -56,10 +56,10 @@ def test_roles_are_found_with_their_lines_and_formats():
 
 
 def test_rendered_like_myst_nb():
-    use = cells.GlueUse("x", "text", ".3f", 1)
+    use = myst_reader.GlueUse("x", "text", ".3f", 1)
     assert output_rules.glue_text(use, plain(1.71633781)) == "1.716"
-    assert output_rules.glue_text(cells.GlueUse("n", "text", "", 1), plain(7)) == "7"
-    assert output_rules.glue_text(cells.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
+    assert output_rules.glue_text(myst_reader.GlueUse("n", "text", "", 1), plain(7)) == "7"
+    assert output_rules.glue_text(myst_reader.GlueUse("s", "text", "", 1), plain("50,000")) == "50,000"
 
 
 TEXT = "The gradient is {glue:text}`g:.1f`.\n"
@@ -120,9 +120,9 @@ def test_every_glued_value_of_the_book_is_declared():
     """No chapter's prose shows a glued value that no cell declares (read, not run)."""
     problems = []
     for path in book_config.chapter_paths(ROOT):
-        chapter = cells.read_chapter(path, ROOT)
+        chapter = myst_reader.read_chapter(path, ROOT)
         declared = {name for c in chapter.cells for name in (c.options.get("glue") or {})}
-        for use in cells.glue_uses(chapter.text, ROOT):
+        for use in myst_reader.glue_uses(chapter.text, ROOT):
             if use.name not in declared:
                 problems.append(f"{book_config.display_path(path, ROOT)}:{use.line}: {use.name}")
     assert not problems, problems

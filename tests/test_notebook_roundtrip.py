@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import expect_match
 import notebooks
 import output_rules
@@ -255,7 +255,7 @@ def test_every_notebook_runs_in_a_fresh_environment_as_the_book_prints(fresh_run
                     problems.append(f"{where}: the listing printed or raised: "
                                     f"{output_rules.cell_output(after.outputs)}")
                 continue
-            cell = cells.CodeCell(index, 0, after.source, dict(after.metadata))
+            cell = myst_reader.CodeCell(index, 0, after.source, dict(after.metadata))
             for failure in output_rules.check_cell(cell, output_rules.cell_output(after.outputs)):
                 problems.append(f"{where}: {failure.what}\n{failure.detail}")
             book_text = _text(before.outputs)
@@ -384,7 +384,7 @@ def test_glue_import_falls_back_and_glued_figures_are_attached():
 
 def test_a_listing_cell_shows_the_lines_it_replaces_before_it():
     text = "```{listing} engine/tensor.py\n:pyobject: Tensor._result\n```\n"
-    fence = next(f for f in cells.fences(text, ROOT) if f.name == "listing")
+    fence = next(f for f in myst_reader.fences(text, ROOT) if f.name == "listing")
     source = notebooks.listing_cell(fence, "fast", ROOT).source
     assert source.startswith("*Replaces, in `engine/tensor.py`, `Tensor._result`, these lines "
                              "of `tensors`:*\n\n```python\ndef _result(self, data, parents")

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import numerics
 import verifier
 from support import background
@@ -303,7 +303,7 @@ def fragile_book(tmp_path_factory):
 @pytest.mark.slow  # runs a throwaway chapter in every environment
 def test_a_chaotic_number_fails_in_other_environments_naming_its_line(fragile_book, tmp_path):
     path = fragile_book / "book" / "chaos.md"
-    chaotic = next(c for c in cells.read_chapter(path, fragile_book).cells if "300 steps" in c.source)
+    chaotic = next(c for c in myst_reader.read_chapter(path, fragile_book).cells if "300 steps" in c.source)
     # another kernel family than the one this process runs (OPENBLAS_CORETYPE may be set)
     features = numerics.numpy_cpu_features()
     own = numerics.probe({})["openblas_core"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import book_config
-from cells import markdown_parser, prose_words
+from myst_reader import markdown_parser, prose_words
 
 ROOT = Path(__file__).resolve().parents[1]
 WORD_LIMIT = 9000  # 45 minutes at 200 words a minute

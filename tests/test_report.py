@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import book_config
-import cells
+import myst_reader
 from support import books
 from support.books import FRONT
 
@@ -242,7 +242,7 @@ def test_fixed_chapter_builds_and_the_report_shows_every_chapter(fixed):
             for row in re.findall(r"<tr.*?</tr>", table, re.S)]
     good = next(r for r in rows if r.startswith("Good"))
     bad = next(r for r in rows if r.startswith("Bad"))
-    words = {name: f"{cells.prose_words((book / 'book' / f'{name}.md').read_text(), book):,}"
+    words = {name: f"{myst_reader.prose_words((book / 'book' / f'{name}.md').read_text(), book):,}"
              for name in ("good", "bad")}
     # chapter, prose words, code cells, verified outputs, figures (interactive), time, status,
     # modules

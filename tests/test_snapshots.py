@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import book_config
-import cells
+import myst_reader
 import engine_cache
 import execution
 import listings
@@ -174,7 +174,7 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
     path = ROOT / "book" / "tensors.md"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)],
                                   metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    chapter = cells.Chapter(path, "", nb, [cells.CodeCell(0, 1, probe, {})])
+    chapter = myst_reader.Chapter(path, "", nb, [myst_reader.CodeCell(0, 1, probe, {})])
     executed, _, failures, _ = execution.execute(chapter, ROOT, tmp_path)
     assert not failures
     assert output_rules.cell_output(executed.cells[0].outputs).text.split() == [

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import book_config
-import cells
+import myst_reader
 import engine_cache
 import execution
 import expect_match
@@ -122,7 +122,7 @@ def test_source_map_points_at_fences(mixed):
 
 def test_real_chapters_map_to_fences():
     for path in book_config.chapter_paths(verifier.ROOT):
-        chapter = cells.read_chapter(path, verifier.ROOT)
+        chapter = myst_reader.read_chapter(path, verifier.ROOT)
         lines = chapter.text.splitlines()
         for code in chapter.cells:
             assert lines[code.line - 1].lstrip().startswith("```{code-cell}"), (path, code.line)
@@ -315,7 +315,7 @@ def test_a_cached_run_counts_only_in_the_numerical_environment_it_was_made_in(
     monkeypatch.undo()
     assert verifier.verify(path, root=root, build=build).source == "executed"
     # what the build stores (engine_cache.store, the same executor's run) is trusted
-    chapter = cells.read_chapter(path, root)
+    chapter = myst_reader.read_chapter(path, root)
     engine_cache.store(chapter, first.executed_nb, build, 0.1, root)
     assert verifier.verify(path, root=root, build=build).source == "cache"
 
@@ -428,9 +428,9 @@ def test_last_digit_perturbation_fails(value, prefix):
 def test_rewrite_round_trips(text, first_indented):
     body = ("  " if first_indented else "") + text + "\nsecond line 1.5\n"
     chapter_text = FRONT + "\n" + cell("print(1)") + "\ntext\n"
-    chapter = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
+    chapter = myst_reader.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=chapter_text)
     new = expect_update.updated_text(chapter, {chapter.cells[0].line: body}, verifier.ROOT)
-    again = cells.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
+    again = myst_reader.read_chapter("/tmp/round-trip.md", verifier.ROOT, text=new)
     assert again.cells[0].expect == expect_match.canonical_expectation(body)
 
 
@@ -439,17 +439,17 @@ def test_raises_exception_tag_checks_the_error_as_text():
     outputs = [{"output_type": "stream", "name": "stdout", "text": "before\n"},
                {"output_type": "error", "ename": "ValueError", "evalue": "shapes (3,) and (2,)",
                 "traceback": ["\x1b[0;31mValueError\x1b[0m: shapes (3,) and (2,)"]}]
-    tagged = cells.CodeCell(0, 7, "", {"tags": ["raises-exception"],
+    tagged = myst_reader.CodeCell(0, 7, "", {"tags": ["raises-exception"],
                                     "expect": "before\nValueError: shapes (3,) and (2,)\n"})
     assert output_rules.check_cell(tagged, output_rules.cell_output(outputs)) == []
-    plain = cells.CodeCell(0, 7, "", {"expect": "before\n"})
+    plain = myst_reader.CodeCell(0, 7, "", {"expect": "before\n"})
     [failure] = output_rules.check_cell(plain, output_rules.cell_output(outputs))
     assert failure.what == "cell raised ValueError: shapes (3,) and (2,)"
     assert "\x1b" not in failure.detail
 
 
 def test_non_text_expect_is_rejected():
-    cell_ = cells.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
+    cell_ = myst_reader.CodeCell(0, 3, "", {"expect": 1.0})  # from `expect: 1.`
     output = output_rules.cell_output([{"output_type": "stream", "name": "stdout", "text": "1.\n"}])
     [failure] = output_rules.check_cell(cell_, output)
     assert "reads as YAML float 1.0" in failure.what and failure.kind == "differs"
@@ -460,11 +460,11 @@ def test_rewrite_keeps_an_indented_block_and_other_options():
         "```{code-cell} ipython3\n---\n  tags: [a]\n  expect: 2\n  timeout: 5\n---\nprint(1)\n```\n"
         "\n```{code-cell} ipython3\n---\ntags: [b]\n---\nx = 1\n```\n"
     )
-    chapter = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
+    chapter = myst_reader.read_chapter("/tmp/indented.md", verifier.ROOT, text=text)
     first, second = (code.line for code in chapter.cells)
     new = expect_update.updated_text(chapter, {first: "1\n", second: None}, verifier.ROOT)
     assert new == text.replace("  expect: 2\n", "  expect: |\n    1\n")
-    again = cells.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
+    again = myst_reader.read_chapter("/tmp/indented.md", verifier.ROOT, text=new)
     assert again.cells[0].options == {"tags": ["a"], "expect": "1\n", "timeout": 5}
 
 
@@ -498,11 +498,11 @@ def test_every_text_a_cell_shows_is_checked():
                display({"image/png": "iVBOR", "text/plain": "<Figure size 640x480 with 1 Axes>"})]
     output = output_rules.cell_output(outputs)
     assert output.text == "first\n| a | b |\n|---|---|\n| 1 | 2.5 |\nx <3\nplain 7\n"
-    assert output_rules.check_cell(cells.CodeCell(0, 3, "", {"expect": output.text}), output) == []
-    [failure] = output_rules.check_cell(cells.CodeCell(0, 3, "", {}), output)
+    assert output_rules.check_cell(myst_reader.CodeCell(0, 3, "", {"expect": output.text}), output) == []
+    [failure] = output_rules.check_cell(myst_reader.CodeCell(0, 3, "", {}), output)
     assert failure.kind == "missing"
     wrong = output.text.replace("2.5", "2.6")
-    [failure] = output_rules.check_cell(cells.CodeCell(0, 3, "", {"expect": wrong}), output)
+    [failure] = output_rules.check_cell(myst_reader.CodeCell(0, 3, "", {"expect": wrong}), output)
     assert failure.kind == "differs"
     figure = output_rules.cell_output(outputs[-1:])
     assert figure.text == "" and not figure.has_text

@@ -33,7 +33,7 @@ from pathlib import Path
 # the book's tooling, book/_ext: on sys.path in pytest (pyproject.toml) and, for this script,
 # after `pip install -e .` (setup.py)
 import book_config
-import cells
+import myst_reader
 import engine_cache
 import execution
 import expect_match
@@ -63,7 +63,7 @@ def trusted(record) -> bool:
 
 @dataclasses.dataclass
 class Result:
-    chapter: cells.Chapter
+    chapter: myst_reader.Chapter
     root: Path
     source: str = ""  # "cache" or "executed"
     seconds: float = 0.0  # execution wall time, this run
@@ -107,7 +107,7 @@ class Result:
 # -- execution: book/_ext/execution.py, shared with the build ----------------------------
 
 
-def restore_under(new_chapter: cells.Chapter, executed_nb):
+def restore_under(new_chapter: myst_reader.Chapter, executed_nb):
     """The notebook the build would have cached for `new_chapter`: its cells, these outputs.
 
     Only cell metadata (the expect: options) differ between the two readings, so
@@ -143,9 +143,9 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
     path = Path(path).resolve()
     build = Path(build) if build is not None else build_dir(root)
     try:
-        chapter = cells.read_chapter(path, root)
-    except cells.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
-        chapter = cells.Chapter(path, path.read_text(encoding="utf8"), None, [])
+        chapter = myst_reader.read_chapter(path, root)
+    except myst_reader.ChapterError as error:  # e.g. a cell's options are not YAML: nothing can run
+        chapter = myst_reader.Chapter(path, path.read_text(encoding="utf8"), None, [])
         return Result(chapter, root, failures=[output_rules.Failure(error.line, error.what)])
     result = Result(chapter, root)
 
@@ -211,7 +211,7 @@ def rewrite(result: Result, build):
     chapter = result.chapter
     new_text = expect_update.updated_text(chapter, updates, result.root)
     chapter.path.write_text(new_text, encoding="utf8")
-    new_chapter = cells.read_chapter(chapter.path, result.root)
+    new_chapter = myst_reader.read_chapter(chapter.path, result.root)
     if result.stored or result.source == "cache":
         nb = restore_under(new_chapter, result.executed_nb)
         engine_cache.store(new_chapter, nb, build, result.seconds, result.root)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from book_config import data_files, is_notebook, notebook_docnames, pages_missing_from_toc
-from cells import code_cells, comment_out_bad_options
+from myst_reader import code_cells, comment_out_bad_options
 from engine_cache import page_run
 from output_rules import cell_output, check_cell, check_glue, joined
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import execution
 import snapshots
 from book_config import ROOT, RUNTIME_PINS, content_hash, data_files, is_notebook
-from cells import ChapterError, read_chapter, comment_out_bad_options
+from myst_reader import ChapterError, read_chapter, comment_out_bad_options
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
 NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics_json)

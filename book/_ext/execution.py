@@ -157,7 +157,7 @@ def run_cells(client, nb, lines, variables):
 def execute_in_worker(path, text, root, build_dir, env):
     """`execute` in a worker process: (notebook as JSON, cut short?, seconds)."""
     import nbformat
-    from cells import read_chapter
+    from myst_reader import read_chapter
 
     executed, _, failures, seconds = execute(read_chapter(path, root, text=text), root,
                                              build_dir, env)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from book_config import ROOT
-from cells import Chapter, options_block, read_chapter
+from myst_reader import Chapter, options_block, read_chapter
 from expect_match import canonical_expectation
 
 

@@ -287,7 +287,7 @@ def setup(app):
 def page_listings(chapter: str, text: str, root=ROOT):
     """The Listings of the `{listing}` fences in `text` (the chapter's page, nested ones
     too), as the page of `chapter` shows them."""
-    from cells import fences
+    from myst_reader import fences
 
     return [listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
             for fence in fences(text, root) if fence.name == "listing"]

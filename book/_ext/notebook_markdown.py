@@ -5,7 +5,7 @@ titled blocks become block quotes, solutions and dropdowns <details>, a referenc
 text the page shows (resolved by the build's own domains: Sphinx's, sphinx-proof's,
 sphinx-exercise's, sphinxcontrib-bibtex's citations), a glued value its text, a glued
 figure an image attachment, and a player its still frame with a note. Blocks and roles
-are found by the MyST reader (cells.fences, cells.roles).
+are found by the MyST reader (myst_reader.fences, myst_reader.roles).
 """
 
 import base64
@@ -13,7 +13,7 @@ import re
 
 import nbformat
 
-from cells import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
+from myst_reader import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
 from notebook_archive import notebook_name
 from output_rules import glue_text, is_player
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 
-from cells import fences
+from myst_reader import fences
 from notebook_archive import ARCHIVE, book_archive_role, notebook_name, write_archive, zip_bytes
 
 LISTING_TAG = "engine-listing"
@@ -139,7 +139,7 @@ def markdown_cells(cell, glued, chapter, root, refs):
 def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
     With `References` (the build passes them) its MyST becomes plain Markdown."""
-    from execution import snapshot_chapter as snapshot_of
+    from execution import snapshot_chapter
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
     from output_rules import glued_values
 
@@ -147,7 +147,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     # glue(...) values: myst-nb moves them out of the executed notebook; any left count too
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
     glued.update(glued_values(nb.cells))
-    chapter = snapshot_of(doc_path, root)
+    chapter = snapshot_chapter(doc_path, root)
     cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -182,15 +182,15 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
 
 def _reader_notebook(app, docname):
     """The reader's notebook of `docname`, made once per build (the page, the archive)."""
-    from engine_cache import once_per_build as per_build, page_run as shown_notebook
+    from engine_cache import once_per_build, page_run
     from notebook_markdown import References
 
     def make(app, docname):
-        nb, glue, _ = shown_notebook(app, docname)
+        nb, glue, _ = page_run(app, docname)
         return None if nb is None else reader_notebook(
             nb, app.env.doc2path(docname), app.srcdir, glue, References(app, docname))
 
-    return per_build(app, "reader_notebooks", docname, make)
+    return once_per_build(app, "reader_notebooks", docname, make)
 
 
 def _page_context(app, pagename, templatename, context, doctree):

@@ -10,7 +10,7 @@ import dataclasses
 import html.parser
 
 from book_config import ROOT
-from cells import CodeCell, GlueUse, glue_uses
+from myst_reader import CodeCell, GlueUse, glue_uses
 from expect_match import (NOISY, ToleranceError, compare, has_marks, indent, parse_tolerance,
                         strip_ansi, unified_diff)
 

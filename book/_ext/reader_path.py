@@ -14,7 +14,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 
 from book_config import toc_docnames
-from cells import fences, prose_words
+from myst_reader import fences, prose_words
 from report import figures
 
 LEVELS = ("introductory", "intermediate", "advanced")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from book_config import chapter_paths
 from build_warnings import cell_failures
-from cells import code_cells, prose_words
+from myst_reader import code_cells, prose_words
 from engine_cache import page_run
 from output_rules import STOPPING_ERRORS, is_interactive
 

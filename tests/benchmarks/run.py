@@ -704,14 +704,14 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
         section["rebuild"] = statistics.median(rebuilds_seconds)
 
         import book_config  # the working tree's tooling, reading the copy's chapters
-        import cells
+        import myst_reader
         import execution
 
         chapters = []
         env = build_env(copy)
         env["MPLBACKEND"] = "Agg"
         for path in book_config.chapter_paths(copy):
-            chapter = cells.read_chapter(path, copy)
+            chapter = myst_reader.read_chapter(path, copy)
             script = folder / f"{path.stem}.py"
             script.write_text(chapter_script(chapter))
             print(f"  {path.stem} as a plain script ...", flush=True)

@@ -17,7 +17,7 @@ import re
 import pytest
 
 import reader_path
-from cells import prose_words
+from myst_reader import prose_words
 from site_pages import DESKTOP, PHONE, ROOT, chapter_docnames, page_id
 
 pytestmark = pytest.mark.browser
