@@ -262,6 +262,7 @@ class Worker(run.Worker):
 
     def __init__(self, workload, implementation):
         self.implementation = implementation
+        self.busy = 0.0  # run.Worker.ask adds its waits here
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
