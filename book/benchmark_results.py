@@ -83,11 +83,12 @@ def ratio_text(ratio, target):
 
 
 def verdict(workload):
-    """A target's ratio, verdict and rounds within it, for a table cell: "1.11x, **not met**;
-    3 of 9" (no-break spaces keep the count on one line)."""
+    """A target's ratio, whether it holds in this run, and rounds within it, for a table cell:
+    "1.11x, **does not hold**; 3 of 9" (no-break spaces keep the count on one line). "Met" is
+    kept for the book's rule: held on two kinds of processor."""
     target = workload["target"]
     each, within = paired(workload)
-    met = "met" if target["met"] else "**not met**"
+    met = "holds" if target["met"] else "**does not hold**"
     return f"{ratio_text(target['measured'], target)}, {met}; {within}\u00a0of\u00a0{len(each)}"
 
 
@@ -109,12 +110,13 @@ def shown(ratio, workload):
 
 
 def with_band(ratio, workload, digits=2):
-    """A ratio with the run's noise, for a table cell: "1.57x (±3%)", or
-    "1.02x (±3%, not shown)" inside the band."""
+    """A ratio with the run's noise, for a table cell: "1.57x (±3.0%)", or
+    "1.02x (±3.0%, not shown)" inside the band (a tenth of a percent, so that 1.03x beside
+    ±2.6% reads as shown)."""
     width = band(workload)
     if width is None:
         return f"{ratio:.{digits}f}x (noise not measured)"
-    noise = f"±{100 * width:.0f}%" if width >= 0.01 else f"±{100 * width:.1f}%"
+    noise = f"±{100 * width:.1f}%"
     return f"{ratio:.{digits}f}x ({noise}" + ("" if shown(ratio, workload) else ", not shown") + ")"
 
 

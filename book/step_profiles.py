@@ -90,7 +90,8 @@ def table(profiles, step, count=ROWS):
     before, after = _pair(profiles, step)
     fb, fa = _functions(before), _functions(after)
     shown = top(profiles, step, count)
-    lines = ["| Own time per iteration | before | after | calls before | calls after |",
+    lines = ["| Own time per iteration, under cProfile | before | after | calls before "
+             "| calls after |",
              "|---|---:|---:|---:|---:|"]
     for name in shown:
         lines.append(f"| `{name}` | {_time(_us(fb, name))} | {_time(_us(fa, name))} | "
@@ -110,23 +111,32 @@ def _calls_text(calls):
     return f"{_count(calls)} call" + ("" if calls == 1 else "s")
 
 
+def _change(fb, fa, name):
+    def side(f):
+        us, calls = _us(f, name), _calls(f, name)
+        return f"{_time(us)} in {_calls_text(calls)}" if us else "none"
+    return f"{name} ({side(fb)} with the step undone, {side(fa)} with it)"
+
+
 def sentence(profiles, step):
-    """One sentence: among the functions whose calls the step changes (if none, among all),
-    the one whose own time changes most; and the iteration's time, with and without cProfile."""
+    """One sentence: the two functions whose own time changes most, and the iteration's time
+    under cProfile and without it; when the two move apart, that the profile cannot place the
+    step's gain."""
     before, after = _pair(profiles, step)
     fb, fa = _functions(before), _functions(after)
-    names = fb.keys() | fa.keys()
-    changed = {n for n in names if _calls(fb, n) != _calls(fa, n)}
-    name = max(changed or names, key=lambda n: (abs(_us(fb, n) - _us(fa, n)), n))
-    b, a = _us(fb, name), _us(fa, name)
-    which = ("Of the functions whose calls the step changes, the one whose own time changes most"
-             if changed else "The step changes no function's calls; the one whose own time "
-             "changes most")
-    return (f"{which} is {name}, {_time(b) if b else 'none'} with the step undone "
-            f"({_calls_text(_calls(fb, name))}) and {_time(a) if a else 'none'} with it "
-            f"({_calls_text(_calls(fa, name))}); without the profiler the whole iteration takes "
-            f"{_time(before['us'])} and {_time(after['us'])}, and cProfile's cost per call "
-            f"makes it {before['inflation']:.1f} and {after['inflation']:.1f} times as long.")
+    ranked = sorted(fb.keys() | fa.keys(),
+                    key=lambda n: (-abs(_us(fb, n) - _us(fa, n)), n))[:2]
+    profiled = _totals(before), _totals(after)
+    text = (f"The own times that change most are those of "
+            f"{' and '.join(_change(fb, fa, n) for n in ranked)}. Under cProfile the iteration "
+            f"takes {_time(profiled[0])} and {_time(profiled[1])}, without it "
+            f"{_time(before['us'])} and {_time(after['us'])} (the collector's time aside, "
+            f"cProfile makes it {before['inflation']:.1f} and {after['inflation']:.1f} times as "
+            f"long)")
+    if (profiled[1] - profiled[0]) * (after["us"] - before["us"]) < 0:
+        text += ("; the profile and the time move in opposite directions, so the profile "
+                 "cannot place the step's effect")
+    return text + "."
 
 
 def engine_table(profiles, workload, count=ROWS):
@@ -134,7 +144,7 @@ def engine_table(profiles, workload, count=ROWS):
     variant = profiles["variants"][f"{workload}/engine"]
     f = _functions(variant)
     shown = [x["name"] for x in variant["functions"][:count]]
-    lines = ["| Own time per iteration | time | calls |", "|---|---:|---:|"]
+    lines = ["| Own time per iteration, under cProfile | time | calls |", "|---|---:|---:|"]
     for name in shown:
         lines.append(f"| `{name}` | {_time(_us(f, name))} | {_count(_calls(f, name))} |")
     for label, ((time, calls),) in _tail_rows((variant,), shown):

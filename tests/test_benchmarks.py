@@ -224,8 +224,9 @@ def test_a_ratio_is_shown_only_outside_the_band():
     import benchmark_results as B
 
     w = {"noise": {"band": 0.03}}
-    assert B.with_band(1.57, w) == "1.57x (±3%)"
-    assert B.with_band(1.02, w) == "1.02x (±3%, not shown)"
+    assert B.with_band(1.57, w) == "1.57x (±3.0%)"
+    assert B.with_band(1.02, w) == "1.02x (±3.0%, not shown)"
+    assert B.with_band(1.03, {"noise": {"band": 0.026}}) == "1.03x (±2.6%)"
     assert B.with_band(1.02, {}) == "1.02x (noise not measured)"
     section = {"ablations": {"engine_without_a": "engine without A",
                              "engine_without_b": "engine without B"},
