@@ -2,6 +2,9 @@
 minimal engine (tests/benchmarks/minimal.py); chapter fast, "The cost of safety".
 
     apply(name)    patch the imported finished engine; run.py times it as `engine_with_<name>`
+    LADDER         `bare` (all off), then what else separates it from the minimal engine, one
+                   group at a time, each rung keeping the removals of those before
+    ONLY_ON        {name: the workloads run.py times it on}, for the rungs past `bare`
 
 Each experiment changes the engine in this process only, before any tensor is made. None of
 them is kept: they measure what a guarantee costs, or try a cheaper way to keep it
@@ -20,7 +23,7 @@ EXPERIMENTS = {
     "bare": "no version counter, no floating-point checks, the collector paused",
     "storage_versions": "versions kept per storage by the engine, without an ndarray subclass",
     # the rest of the distance to the minimal engine, one group at a time, each on top of the
-    # one before (LADDER), so that the last is the engine's design with no guarantee left
+    # one before (LADDER): the last keeps the engine's design and no guarantee of its sweep
     "bare_sweep": "all off, and a backward that only sorts, seeds and runs the closures: no "
                   "checks before the sweep, no release as it goes",
     "bare_sweep_grads": "all off, that backward, and grads added as the minimal engine adds "
@@ -32,7 +35,8 @@ EXPERIMENTS = {
 # the cumulative ladder from `bare` to the minimal engine: each adds one group of removals
 LADDER = ("bare", "bare_sweep", "bare_sweep_grads", "bare_sweep_grads_operands")
 # the workloads where the ladder past `bare` runs (run.py): where bookkeeping is all there is,
-# chapter fast's goal; its grads are wrong wherever a parent was broadcast (the MLP's bias)
+# chapter fast's goal; from `bare_sweep_grads` on, a parent that was broadcast (the MLP's
+# bias) gets a grad of the wrong shape
 LADDER_WORKLOADS = ("running_small", "chain")
 ONLY_ON = {name: LADDER_WORKLOADS for name in LADDER[1:]}
 
