@@ -99,6 +99,91 @@ def test_safety_experiment_matches_the_floor(name):
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+LADDER_CHECK = """
+import sys
+sys.path.insert(0, {bench!r})
+import numpy as np
+import safety, workloads as W
+W.CHAIN_DEPTH = 1000  # the check, not the time
+safety.apply({name!r})
+for workload in safety.LADDER_WORKLOADS:
+    data = W.inputs(workload)
+    want = getattr(W, W.WORKLOADS[workload]["program"] + "_numpy")(*data)()
+    step = W.setup(workload, "engine_with_" + {name!r}, data)
+    for _ in range(2):
+        for g, w in zip(step(), want):
+            scale = np.max(np.abs(w))
+            assert np.max(np.abs(np.asarray(g) - w)) <= 1e-12 * scale, (workload, {name!r})
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("name", ["bare_sweep", "bare_sweep_grads",
+                                  "bare_sweep_grads_operands"])
+def test_the_ladder_matches_the_floor_where_it_runs(name):
+    """The ladder past `bare` runs on the running program and the chain only (run.py); its
+    grads are wrong where a parent was broadcast, which the next test shows."""
+    import safety
+
+    assert name in safety.EXPERIMENTS and name in safety.ONLY_ON
+    code = LADDER_CHECK.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=verifier.ROOT, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+KEPT = """
+import gc, json, sys
+sys.path.insert(0, {bench!r})
+import numpy as np
+import safety
+if {name!r}:
+    safety.apply({name!r})
+from engine import Tensor, no_grad
+
+def refused(run):
+    try:
+        run()
+    except RuntimeError:
+        return True
+    return False
+
+x = Tensor([1.0, 2.0, 3.0])
+y = (x * x).sum()
+paused = not gc.isenabled()
+x.data[1] = 5.0  # memory's Step 6: a write into a saved array
+kept = {{"versions": refused(y.backward), "collector": not paused}}
+y = (x * x).sum()
+y.backward()
+kept["release"] = refused(y.backward)  # a second sweep through a freed graph
+b = Tensor([1.0])
+(x + b).sum().backward()
+kept["broadcast"] = b.grad.shape == (1,)
+with no_grad():
+    kept["grad_mode"] = not (x * x).requires_grad
+print(json.dumps(kept))
+"""
+
+
+def test_each_rung_of_the_ladder_removes_what_it_names_and_keeps_the_rest_removed():
+    """The ladder is cumulative: `bare` (versions, the collector's running), then the release
+    and the checks of the sweep, then broadcasting's VJP, then the grad mode of operations."""
+    import safety
+
+    removed = {"": [], "bare": ["versions", "collector"], "bare_sweep": ["release"],
+               "bare_sweep_grads": ["broadcast"], "bare_sweep_grads_operands": ["grad_mode"]}
+    assert list(removed)[1:] == list(safety.LADDER)
+    gone = []
+    for name, more in removed.items():
+        gone += more
+        code = KEPT.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=verifier.ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        kept = json.loads(done.stdout)
+        assert sorted(k for k, v in kept.items() if not v) == sorted(gone), (name, kept)
+
+
 CAUGHT = """
 import sys, json
 sys.path.insert(0, {bench!r})

@@ -78,7 +78,8 @@ whether it had uncommitted changes.
 Results go to book/data/benchmarks.json (schema 2). The workloads' section
 keeps: `implementations` (the five columns), `null`, `minimal` (empty without
 minimal.py), `ablations`, `cumulative`, `tried`, `pinned` ({name: label}) and
-`pinned_env`, `safety` (safety.py's changes, {name: label}); per workload
+`pinned_env`, `safety` (safety.py's changes, {name: label}), `only_on`
+({implementation: workloads} for those timed on some workloads only); per workload
 `times` ({implementation: samples, median, page_faults, first, loops,
 busy_seconds (the run's wait for that worker, for planning settings), info with
 malloc_env}), `ratios`, `target`, `rounds` (per set), `sets` and `noise` ({band,
@@ -169,6 +170,14 @@ def tried_labels():
     """{engine_with_<name>: label} for chapter fast's changes and tests/benchmarks/safety.py's."""
     return {f"engine_with_{name}": f"engine with {what}"
             for name, what in W.experiments().items()}
+
+
+def only_on():
+    """{implementation: the workloads it runs on}, for those that do not run on every one:
+    tests/benchmarks/safety.py's ladder past `bare` (its ONLY_ON)."""
+    safety = W.beside("safety")
+    return {f"engine_with_{name}": tuple(names)
+            for name, names in getattr(safety, "ONLY_ON", {}).items()}
 
 
 def minimal_available():
@@ -565,11 +574,15 @@ def run_workloads(names, settings, commit=None, ablations=True, only=None):
         "cumulative": {k: v for k, v in CUMULATIVE_LABELS.items() if k in implementations},
         "pinned": {k: v for k, v in PINNED_LABELS.items() if k in implementations},
         "pinned_env": dict(W.PINNED_ENV),
+        # implementations timed on some workloads only: {name: those workloads}
+        "only_on": {k: list(v) for k, v in only_on().items() if k in implementations},
         "workloads": {},
     }
     for name in names:
         these = {**settings, **settings.get("by_workload", {}).get(name, {})}
-        times = run_workload(name, implementations, these, engine_root, memory_root)
+        timed = tuple(i for i in implementations
+                      if name in section["only_on"].get(i, (name,)))
+        times = run_workload(name, timed, these, engine_root, memory_root)
         target = TARGETS[name]
         medians = {impl: t["median"] for impl, t in times.items()}
         ratio = medians["engine"] / medians[target["versus"]]

@@ -2,6 +2,9 @@
 minimal engine (tests/benchmarks/minimal.py); chapter fast, "The cost of safety".
 
     apply(name)    patch the imported finished engine; run.py times it as `engine_with_<name>`
+    LADDER         `bare` (all off), then what else separates it from the minimal engine, one
+                   group at a time, each rung keeping the removals of those before
+    ONLY_ON        {name: the workloads run.py times it on}, for the rungs past `bare`
 
 Each experiment changes the engine in this process only, before any tensor is made. None of
 them is kept: they measure what a guarantee costs, or try a cheaper way to keep it
@@ -19,7 +22,23 @@ EXPERIMENTS = {
     "thresholds": "the cycle collector's first threshold raised to 100,000 at import",
     "bare": "no version counter, no floating-point checks, the collector paused",
     "storage_versions": "versions kept per storage by the engine, without an ndarray subclass",
+    # the rest of the distance to the minimal engine, one group at a time, each on top of the
+    # one before (LADDER): the last keeps the engine's design and no guarantee of its sweep
+    "bare_sweep": "all off, and a backward that only sorts, seeds and runs the closures: no "
+                  "checks before the sweep, no release as it goes",
+    "bare_sweep_grads": "all off, that backward, and grads added as the minimal engine adds "
+                        "them: no broadcasting's sum, no in-place sum into a leaf's own grad",
+    "bare_sweep_grads_operands": "all off, that backward, those grads, and operations that "
+                                 "record every result unchecked: no shape check, no grad mode, "
+                                 "no constants",
 }
+# the cumulative ladder from `bare` to the minimal engine: each adds one group of removals
+LADDER = ("bare", "bare_sweep", "bare_sweep_grads", "bare_sweep_grads_operands")
+# the workloads where the ladder past `bare` runs (run.py): where bookkeeping is all there is,
+# chapter fast's goal; from `bare_sweep_grads` on, a parent that was broadcast (the MLP's
+# bias) gets a grad of the wrong shape
+LADDER_WORKLOADS = ("running_small", "chain")
+ONLY_ON = {name: LADDER_WORKLOADS for name in LADDER[1:]}
 
 THRESHOLD = 100_000  # objects allocated between two collections of the youngest generation
 
@@ -40,8 +59,69 @@ def apply(name):
         _pause_collector()
     elif name == "storage_versions":
         _plain_arrays(counted=True)
+    elif name in LADDER:
+        # the ladder's own removals first: `bare` wraps whatever backward it finds, to end
+        # the collector's pause
+        rung = LADDER.index(name)
+        if rung >= 3:
+            _operands_unchecked()
+        if rung >= 2:
+            _grads_as_minimal()
+        _sweep_only()
+        apply("bare")
     else:
         raise ValueError(f"no experiment {name!r}: {', '.join(EXPERIMENTS)}")
+
+
+def _sweep_only():
+    """`backward` as the minimal engine's: sort, seed, run each closure in reverse order. Gone:
+    the refusal of a tensor that needs no grad, `create_graph`, the check of saved values (no
+    version counter is left to check under `bare`), the reset of the results' grads for a
+    second sweep, the seed's check, and the release of each node as its closure has run: the
+    graph lives as long as its result, as in the minimal engine."""
+    import engine.tensor as T
+
+    seed_ones = T.seed_ones
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        order = self.topo_order()
+        self._add_grad(seed_ones(self._data.shape) if gradient is None else gradient)
+        for node in reversed(order):
+            if node.backward_fn is not None:
+                node._run_closure()
+
+    T.Tensor.backward = backward
+
+
+def _grads_as_minimal():
+    """`_run_closure` as the minimal engine's: the first VJP becomes the grad, later ones are
+    added into a new array. Gone: broadcasting's VJP (unbroadcast: a parent that was
+    broadcast gets a grad of the wrong shape) and a leaf's grad of its own, summed in place
+    (a leaf may now hold the seed or a VJP it shares with another tensor). A parent that
+    needs no grad still gets none: the engine's closures return None for it."""
+    import engine.tensor as T
+
+    def run_closure(self):
+        for parent, vjp in zip(self.parents, self.backward_fn(self.grad)):
+            if vjp is not None:
+                parent.grad = vjp if parent.grad is None else parent.grad + vjp
+
+    T.Tensor._run_closure = run_closure
+
+
+def _operands_unchecked():
+    """Operations that take Tensors as they are and record every result. Gone: the check
+    that the operands' shapes broadcast (`_pair` returns its operand: a number operand now
+    fails, as it is no longer made a constant), the grad mode (`no_grad` records anyway) and
+    constants (a result of constants is recorded too); the result's array is taken as it
+    is, not made float64. The node keeps the engine's seven slots."""
+    import engine.tensor as T
+
+    def _pair(self, other, op):
+        return other
+
+    T.Tensor._pair = _pair
+    T.Tensor._result = _make_result(plain=True, pause=False, unchecked=True)
 
 
 def _plain_arrays(counted):
@@ -68,7 +148,8 @@ def _plain_arrays(counted):
             bump(old)
             M._replaced[self] = write_clock[0]
 
-    Tensor._result = _make_result(plain=True, pause=getattr(Tensor._result, "pauses", False))
+    Tensor._result = _make_result(plain=True, pause=getattr(Tensor._result, "pauses", False),
+                                  unchecked=getattr(Tensor._result, "unchecked", False))
     Tensor.data = property(Tensor.data.fget, set_data)
     if counted:
         bump = M.VersionedArray.bump  # a function of any array: the storage's entry
@@ -89,7 +170,8 @@ def _pause_collector():
     import engine.tensor as T
 
     plain = getattr(T.Tensor._result, "plain", False)
-    T.Tensor._result = _make_result(plain=plain, pause=True)
+    unchecked = getattr(T.Tensor._result, "unchecked", False)
+    T.Tensor._result = _make_result(plain=plain, pause=True, unchecked=unchecked)
     paused = _PAUSED
 
     swept = T.Tensor.backward
@@ -108,15 +190,34 @@ def _pause_collector():
 _PAUSED = [False]  # whether `_result` paused the collector and backward must restore it
 
 
-def _make_result(plain, pause):
+def _make_result(plain, pause, unchecked=False):
     """The finished engine's `Tensor._result` (Steps 1 and 5), with `plain` arrays instead of
-    a VersionedArray view, and with `pause` pausing the collector: written out, not wrapped,
-    so that neither costs an extra call per operation."""
+    a VersionedArray view, with `pause` pausing the collector, and with `unchecked` (plain
+    arrays too) taking the array as it is and recording every result: written out, not
+    wrapped, so that none of them costs an extra call per operation."""
     import engine.tensor as T
 
     Tensor, FLOAT64, VersionedArray = T.Tensor, T.FLOAT64, T.VersionedArray
     grad_enabled, needs_grad, write_clock = T.grad_enabled, T._needs_grad, T.write_clock
     paused, disable, isenabled = _PAUSED, gc.disable, gc.isenabled
+
+    if unchecked:
+        def _result(self, data, parents, op, backward_fn):
+            if pause and not paused[0] and isenabled():
+                disable()
+                paused[0] = True
+            out = Tensor.__new__(Tensor)
+            out._data = data
+            out.grad = None
+            out.requires_grad = True
+            out.parents = parents
+            out.op = op
+            out.backward_fn = backward_fn
+            out.saved_versions = ()
+            return out
+
+        _result.plain, _result.pauses, _result.unchecked = True, pause, True
+        return _result
 
     def _result(self, data, parents, op, backward_fn):
         if pause and not paused[0] and isenabled():
@@ -139,7 +240,7 @@ def _make_result(plain, pause):
             out.backward_fn, out.saved_versions = None, ()
         return out
 
-    _result.plain, _result.pauses = plain, pause
+    _result.plain, _result.pauses, _result.unchecked = plain, pause, False
     return _result
 
 
