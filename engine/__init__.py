@@ -49,6 +49,6 @@ from . import memory
 
 __all__ += ["no_grad", "checkpoint", "saved_arrays", "saved_nbytes", "memory"]
 #> catalogue
-from .tensor import concatenate, maximum, minimum, stack, where
+from .catalogue import concatenate, maximum, minimum, stack, where
 
 __all__ += ["concatenate", "maximum", "minimum", "stack", "where"]
