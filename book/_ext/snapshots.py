@@ -60,15 +60,6 @@ def parse(text: str, path, order) -> list[Line]:
     """The lines of one engine file with their chapters, markers dropped; with `order`
     None, the chapters the markers name are not checked."""
     position = {chapter: i for i, chapter in enumerate(order or ())}
-
-    def known(chapter, number):
-        if order is None:
-            return 0
-        if chapter not in position:
-            raise MarkerError(path, number, f"marker names {chapter!r}, which is not a page "
-                              f"of _toc.yml ({', '.join(order)})")
-        return position[chapter]
-
     lines, stack = [], []  # stack: (indent, chapter, until, replaced)
     for number, raw in enumerate(text.splitlines(), 1):
         added, replaced = _ADDED.match(raw), _REPLACED.match(raw)
@@ -78,9 +69,11 @@ def parse(text: str, path, order) -> list[Line]:
             while stack and stack[-1][0] >= indent:
                 stack.pop()
             chapter, until = match["chapter"], replaced["until"] if replaced else None
-            known(chapter, number)
-            if until is not None and order is not None and known(until, number) <= known(
-                    chapter, number):
+            for name in [chapter, until] if order is not None else []:
+                if name is not None and name not in position:
+                    raise MarkerError(path, number, f"marker names {name!r}, which is not a "
+                                      f"page of _toc.yml ({', '.join(order)})")
+            if order is not None and until is not None and position[until] <= position[chapter]:
                 raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
                                   "which does not come after it")
             if stack and stack[-1][3] and stack[-1][0] < indent:
