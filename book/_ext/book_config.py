@@ -13,17 +13,13 @@ RUNTIME_PINS = "book/runtime-requirements.txt"
 
 
 @functools.lru_cache(maxsize=None)
-def _final_config(root: Path) -> dict:
+def book_config(root=ROOT) -> dict:
+    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
     from jupyter_book.config import get_final_config
 
     config, _ = get_final_config(user_yaml=Path(root) / "_config.yml", sourcedir=Path(root),
                                  cli_config={"latex_individualpages": False})
     return config
-
-
-def book_config(root=ROOT) -> dict:
-    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
-    return _final_config(Path(root).resolve())
 
 
 def md_parser_config(root=ROOT):
@@ -133,11 +129,10 @@ def book_root(path) -> Path | None:
 
 def slug(path, root=ROOT) -> str:
     """`book/tensors.md` -> `tensors` (the chapter's name in test ids)."""
-    path = Path(path).resolve()
-    for base in (Path(root).resolve() / "book", Path(root).resolve(), path.parent):
+    path, root = Path(path).resolve(), Path(root).resolve()
+    for base in (root / "book", root, path.parent):  # the last one always holds it
         if path.is_relative_to(base):
             return path.relative_to(base).with_suffix("").as_posix()
-    return path.stem
 
 
 def display_path(path, root=ROOT) -> str:
