@@ -277,20 +277,24 @@ def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
     return missing
 
 
+def describe_unshown(chapter: str, missing: dict, what: str, root=ROOT) -> str:
+    """`unshown_lines`' finding, a line of text for each line not shown."""
+    out = [f"book/{chapter}.md does not show {sum(map(len, missing.values()))} line(s) it {what}:"]
+    for file, numbers in missing.items():
+        texts = {line.number: line.text.strip() for line in snapshots.engine_lines(root)[file]}
+        out += [f"    {file}:{n}: {texts[n][:90]}" for n in numbers]
+    return "\n".join(out)
+
+
 def main(chapters):
     status = 0
     for chapter in chapters or snapshots.engine_chapters(ROOT):
         text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf8")
         for replaced, what in ((False, "introduces"), (True, "replaces")):
             missing = unshown_lines(chapter, text, ROOT, replaced)
-            if not missing:
-                print(f"{chapter}: its listings show every line it {what}")
+            print(describe_unshown(chapter, missing, what) if missing
+                  else f"{chapter}: its listings show every line it {what}")
             status |= bool(missing)
-            for file, numbers in missing.items():
-                print(f"{chapter}: {len(numbers)} line(s) of {file} it {what} not shown:")
-                texts = {line.number: line.text for line in snapshots.engine_lines(ROOT)[file]}
-                for n in numbers:
-                    print(f"    {file}:{n}: {texts[n].strip()[:90]}")
     return status
 
 
