@@ -4,13 +4,13 @@
     :pyobject: Tensor.backward
     ```
 
-selects lines as Sphinx's `literalinclude` does (`:pyobject:`, or `:start-at:` up to
-`:end-before:` or `:end-at:`), but from the snapshot of the page's chapter and keeping each
-line's chapter: lines of this chapter are highlighted among older ones, `:changes:` shows only
-them (a line of context around each run, `...` for the rest), and above the listing a block per
-earlier chapter shows the engine lines this chapter replaces there (Crafting Interpreters'
-"replace these lines"). `python book/_ext/listings.py [chapter ...]` lists the lines a chapter
-introduces or replaces that its listings do not show (tests/test_snapshots.py requires none).
+selects lines as `literalinclude` does (`:pyobject:`, or `:start-at:` up to `:end-before:`
+or `:end-at:`), but from the chapter's snapshot, keeping each line's chapter: this chapter's
+lines are highlighted among older ones, `:changes:` shows only them (with a line of context,
+`...` for the rest), and above the listing a block per earlier chapter shows the lines this
+chapter replaces there (Crafting Interpreters' "replace these lines"). `python
+book/_ext/listings.py [chapter ...]` lists the lines a chapter introduces or replaces that
+its listings do not show (tests/test_snapshots.py requires none).
 """
 
 from __future__ import annotations
@@ -48,10 +48,6 @@ class Listing:
     def text(self) -> str:
         return _render(self.lines)
 
-    @property
-    def replaced(self) -> list:
-        return list(self.replaced_lines)
-
     def where(self) -> str:
         return f"`{self.file}`" + (f", `{self.what}`" if self.what else "")
 
@@ -70,8 +66,8 @@ class Listing:
         if self.given_caption:
             return self.given_caption
         notes = [f"highlighted: new in chapter `{self.chapter}`"] if self.mixed else []
-        if self.replaced:
-            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced))
+        if self.replaced_lines:
+            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced_lines))
         return self.where() + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -116,9 +112,8 @@ def _indent(text):
 
 
 def _replaced_lines(file, shown, chapter, kept, whole_object, root):
-    """{earlier chapter: its Lines of `file` that `chapter` replaces, from the first to the
-    last of `shown` or right next to them, in file order, `None` between runs apart}. With
-    `kept` (the line numbers a `:changes:` listing shows), only the runs next to one."""
+    """{earlier chapter: its Lines of `file` that `chapter` replaces among or next to `shown`,
+    `None` between runs apart}; with `kept` (lines `:changes:` shows), the runs next to one."""
     every = snapshots.engine_lines(root)[file]
     at = {line.number: i for i, line in enumerate(every)}
     first, last = at[shown[0].number], at[shown[-1].number]
@@ -126,9 +121,9 @@ def _replaced_lines(file, shown, chapter, kept, whole_object, root):
                    if line.text.strip()}
     position = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
     # Old lines right before or after the range (no blank line between) belong to it when
-    # indented as deep as its first line (the old `def` above a new one, an old line above
-    # its replacement), or, after, as deep as its last (the old end of a block) or inside
-    # the object. Past a line of a later chapter, only an object's own lines still belong.
+    # as deep as its first line (an old `def` or line above the new), or, after, as its last
+    # (an old end of a block) or inside the object; past a later chapter's line, only the
+    # object's own lines do.
     before = _indent(shown[0].text)
     after = before + 1 if whole_object else _indent(
         next(line.text for line in reversed(shown) if line.text.strip()))
@@ -253,8 +248,8 @@ def setup(app):
 
 
 def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
-    """{file: [line numbers]} of the lines `chapter` introduces (with `replaced`: replaces)
-    that no listing in `text`, its page, shows (with `replaced`: in a block above it)."""
+    """{file: [line numbers]} of the lines `chapter` introduces (or `replaced`) that no
+    listing in `text`, its page, shows (or shows in a block of replaced lines)."""
     from myst_reader import fences
 
     shown = {}

@@ -189,9 +189,12 @@ def snapshot_files(chapter: str, root=ROOT) -> dict[str, str]:
 def finished_files(root=ROOT) -> dict[str, str]:
     """{`engine/x.py`: the finished module}, the download archive's engine: the last
     chapter's snapshot, read without the toc (a test's probe book names other pages)."""
-    return {path.relative_to(root).as_posix(): _source(_tidy(
-        [line for line in parse(path.read_text(encoding="utf8"), path, None) if line.until is None]))
-        for path in _modules(root)}
+    files = {}
+    for path in _modules(root):
+        lines = parse(path.read_text(encoding="utf8"), path, None)
+        files[path.relative_to(root).as_posix()] = _source(_tidy(
+            [line for line in lines if line.until is None]))
+    return files
 
 
 def snapshot_hash(chapter: str, root=ROOT) -> str:
