@@ -185,13 +185,8 @@ def test_a_chapters_kernel_runs_on_its_snapshot(tmp_path):
 
 
 def _report(chapter, missing, what):
-    lines = snapshots.engine_lines(ROOT)
-    report = []
-    for file, numbers in missing.items():
-        texts = {line.number: line.text.strip() for line in lines[file]}
-        report += [f"{file}:{n}: {texts[n][:80]}" for n in numbers[:10]]
-    return (f"book/{chapter}.md does not show {sum(map(len, missing.values()))} line(s) it "
-            f"{what} (python book/_ext/listings.py {chapter}):\n" + "\n".join(report))
+    return (listings.describe_unshown(chapter, missing, what, ROOT)
+            + f"\n(python book/_ext/listings.py {chapter} lists them too)")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

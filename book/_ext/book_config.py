@@ -1,30 +1,25 @@
-"""The book's configuration, its pages' front matter and its table of contents, read once
-the way the build reads them (jupyter-book's config, myst-parser's settings, sphinx-external-toc)."""
+"""The book's configuration, its pages' front matter and its table of contents, read as
+the build reads them (jupyter-book's config, myst-parser, sphinx-external-toc)."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# what the notebooks need to run, pinned; requirements.txt includes it, the downloads ship it
+# what the notebooks need to run, pinned: requirements.txt includes it, the downloads ship it
 RUNTIME_PINS = "book/runtime-requirements.txt"
 
 
 @functools.lru_cache(maxsize=None)
-def _final_config(root: Path) -> dict:
+def book_config(root=ROOT) -> dict:
+    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
     from jupyter_book.config import get_final_config
 
     config, _ = get_final_config(user_yaml=Path(root) / "_config.yml", sourcedir=Path(root),
                                  cli_config={"latex_individualpages": False})
     return config
-
-
-def book_config(root=ROOT) -> dict:
-    """The Sphinx configuration jupyter-book derives from `<root>/_config.yml`."""
-    return _final_config(Path(root).resolve())
 
 
 def md_parser_config(root=ROOT):
@@ -116,21 +111,15 @@ def notebook_docnames(env) -> list[str]:
 def pages_missing_from_toc(root=ROOT) -> list[Path]:
     """Pages in the root page's folder that `_toc.yml` does not list and the configuration
     does not exclude: with `only_build_toc_files: true` the build leaves them out silently."""
-    from sphinx.util.matching import Matcher
+    from sphinx.project import Project
 
     root = Path(root).resolve()
-    listed = set(site_map(root))
-    excluded = Matcher(book_config(root).get("exclude_patterns", []))
-    missing = []
-    for path in sorted((root / Path(site_map(root).root.docname).parent).rglob("*")):
-        parts = path.relative_to(root).as_posix().split("/")
-        if path.suffix not in (".md", ".ipynb") or not path.is_file() or any(
-                excluded("/".join(parts[:i + 1])) for i in range(len(parts))):
-            continue
-        relative = "/".join(parts)
-        if relative[: -len(path.suffix)] not in listed and relative not in listed:
-            missing.append(path)
-    return missing
+    folder = Path(site_map(root).root.docname).parent.as_posix()
+    project = Project(root, (".md", ".ipynb"))  # finds the pages as Sphinx does
+    found = project.discover(book_config(root).get("exclude_patterns", []),
+                             ["**" if folder == "." else f"{folder}/**"])
+    return sorted(Path(project.doc2path(docname, absolute=True))
+                  for docname in found - set(site_map(root)))
 
 
 def book_root(path) -> Path | None:
@@ -140,11 +129,10 @@ def book_root(path) -> Path | None:
 
 def slug(path, root=ROOT) -> str:
     """`book/tensors.md` -> `tensors` (the chapter's name in test ids)."""
-    path = Path(path).resolve()
-    for base in (Path(root).resolve() / "book", Path(root).resolve(), path.parent):
+    path, root = Path(path).resolve(), Path(root).resolve()
+    for base in (root / "book", root, path.parent):  # the last one always holds it
         if path.is_relative_to(base):
             return path.relative_to(base).with_suffix("").as_posix()
-    return path.stem
 
 
 def display_path(path, root=ROOT) -> str:

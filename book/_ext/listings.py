@@ -1,28 +1,16 @@
-"""Listings of the engine as of the chapter that shows them.
+"""Listings of the engine as of the page's chapter (snapshots.py).
 
     ```{listing} engine/tensor.py
     :pyobject: Tensor.backward
     ```
 
-shows `Tensor.backward` as it stands in the snapshot of the page's own chapter
-(snapshots.py), never a line of a later chapter; without `:pyobject:`, the whole file or
-the lines from `:start-at:` up to `:end-before:` (or `:end-at:`). The caption (unless
-`:caption:` gives one) names the file and the object; when the listing holds lines of
-earlier chapters too, this chapter's lines are highlighted and the caption says so, and
-which chapters' lines they replace. `:changes:` shows only this chapter's lines, with a
-line of context around each run and `...` for what is left out.
-
-Above the listing, the page shows the lines it replaces (Crafting Interpreters' "replace
-these lines"): the engine lines that the page's chapter replaces within the listing's range
-of the file, and a block of them right before or after it (no blank line between), one
-block per chapter whose lines they are; under `:changes:`, only the runs next to a line
-shown.
-
-Sphinx's `literalinclude` selects lines the same way, but a listing must know each shown
-line's chapter (to highlight, elide and check, in the downloads and the tests too), so the
-lines are selected here. `python book/_ext/listings.py [chapter ...]` lists the lines a
-chapter introduces, or replaces, that its listings do not show (tests/test_snapshots.py
-requires none).
+selects lines as `literalinclude` does (`:pyobject:`, or `:start-at:` up to `:end-before:`
+or `:end-at:`), but from the chapter's snapshot, keeping each line's chapter: this chapter's
+lines are highlighted among older ones, `:changes:` shows only them (with a line of context,
+`...` for the rest), and above the listing a block per earlier chapter shows the lines this
+chapter replaces there (Crafting Interpreters' "replace these lines"). `python
+book/_ext/listings.py [chapter ...]` lists the lines a chapter introduces or replaces that
+its listings do not show (tests/test_snapshots.py requires none).
 """
 
 from __future__ import annotations
@@ -52,10 +40,9 @@ class Listing:
     what: str  # "Tensor.backward", or "" for a part of the file
     lines: list  # snapshots.Line shown, `None` where `...` stands for lines left out
     new: set  # indices into `lines` introduced by `chapter`
-    replaced: list  # the chapters whose lines in the range shown `chapter` replaces
-    given_caption: str | None = None  # the listing's `:caption:`
+    given_caption: str | None  # the listing's `:caption:`
     # {earlier chapter: its Lines that `chapter` replaces here, `None` between runs}
-    replaced_lines: dict = dataclasses.field(default_factory=dict)
+    replaced_lines: dict
 
     @property
     def text(self) -> str:
@@ -79,8 +66,8 @@ class Listing:
         if self.given_caption:
             return self.given_caption
         notes = [f"highlighted: new in chapter `{self.chapter}`"] if self.mixed else []
-        if self.replaced:
-            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced))
+        if self.replaced_lines:
+            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced_lines))
         return self.where() + (f" ({'; '.join(notes)})" if notes else "")
 
 
@@ -90,27 +77,12 @@ def _render(lines) -> str:
     width = min((len(t) - len(t.lstrip()) for t in shown if t and t.strip()), default=0)
     out = []
     for i, text in enumerate(shown):
-        if text is None:  # an elision: indented like the next shown line
+        if text is None:
             after = next((t for t in shown[i + 1:] if t and t.strip()), "")
             out.append(" " * max(len(after) - len(after.lstrip()) - width, 0) + "...")
         else:
             out.append(text[width:])
     return "\n".join(out)
-
-
-def _object_range(text: str, name: str):
-    """(first, last) 0-based lines of a function, class or method, with its decorators."""
-    tags = ModuleAnalyzer.for_string(text, "engine_listing").find_tags()
-    if name not in tags:
-        raise ListingError(f"no object {name!r} in this snapshot of the file")
-    _, first, last = tags[name]
-    lines = text.splitlines()
-    first, last = first - 1, last - 1
-    while first > 0 and lines[first - 1].lstrip().startswith("@"):
-        first -= 1
-    while last > first and not lines[last].strip():
-        last -= 1
-    return first, last
 
 
 def _find(lines, key, options, start):
@@ -139,24 +111,22 @@ def _indent(text):
     return len(text) - len(text.lstrip(" "))
 
 
-def _replaced_runs(file, shown, chapter, kept, whole_object, root):
-    """The runs of lines of `file` that `chapter` replaces, within the engine lines from the
-    first to the last of `shown` or next to them, each run a list of Lines of one chapter.
-    With `kept` (the line numbers a `:changes:` listing shows), only the runs next to one."""
+def _replaced_lines(file, shown, chapter, kept, whole_object, root):
+    """{earlier chapter: its Lines of `file` that `chapter` replaces among or next to `shown`,
+    `None` between runs apart}; with `kept` (lines `:changes:` shows), the runs next to one."""
     every = snapshots.engine_lines(root)[file]
     at = {line.number: i for i, line in enumerate(every)}
     first, last = at[shown[0].number], at[shown[-1].number]
     in_snapshot = {line.number for line in snapshots.snapshot_lines(chapter, root)[file]
                    if line.text.strip()}
-    # Lines right before or after the range (no blank line between) that the snapshot does
-    # not have belong to it when they are indented as deep as its first line (the old `def`
-    # above a new one, an old line above its replacement), or, after, as deep as its last
-    # line (the old end of a block) or inside the object. Past a line of a later chapter,
-    # only an object's own lines still belong to it.
+    position = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
+    # Old lines right before or after the range (no blank line between) belong to it when
+    # as deep as its first line (an old `def` or line above the new), or, after, as its last
+    # (an old end of a block) or inside the object; past a later chapter's line, only the
+    # object's own lines do.
     before = _indent(shown[0].text)
     after = before + 1 if whole_object else _indent(
         next(line.text for line in reversed(shown) if line.text.strip()))
-    position = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
 
     def outside(i, deep):
         return (0 <= i < len(every) and every[i].text.strip()
@@ -182,8 +152,6 @@ def _replaced_runs(file, shown, chapter, kept, whole_object, root):
     for r in runs:  # no trailing blank lines
         while not r[-1].text.strip():
             r.pop()
-    if kept is None:
-        return runs
 
     def neighbours(run):  # the nearest lines of the snapshot before and after the run
         i, j = at[run[0].number] - 1, at[run[-1].number] + 1
@@ -193,21 +161,15 @@ def _replaced_runs(file, shown, chapter, kept, whole_object, root):
             j += 1
         return {every[k].number for k in (i, j) if 0 <= k < len(every)}
 
-    return [r for r in runs if neighbours(r) & kept]
-
-
-def _by_chapter(runs, file, root):
-    """{chapter: its runs' Lines in file order, `None` between runs that do not touch}."""
-    every = snapshots.engine_lines(root)[file]
-    at = {line.number: i for i, line in enumerate(every)}
     grouped = {}
     for run in runs:
+        if kept is not None and not neighbours(run) & kept:
+            continue
         lines = grouped.setdefault(run[0].chapter, [])
         if lines and any(ln.text.strip() for ln in every[at[lines[-1].number] + 1:at[run[0].number]]):
             lines.append(None)
         lines.extend(run)
-    order = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
-    return {c: grouped[c] for c in sorted(grouped, key=order.get)}
+    return {c: grouped[c] for c in sorted(grouped, key=position.get)}
 
 
 def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
@@ -217,7 +179,11 @@ def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
         raise ListingError(f"{file} is not in the engine as of chapter {chapter!r}")
     what = options.get("pyobject") or ""
     if what:
-        first, last = _object_range("\n".join(line.text for line in lines), what)
+        tags = ModuleAnalyzer.for_string("\n".join(line.text for line in lines),
+                                         "engine_listing").find_tags()
+        if what not in tags:
+            raise ListingError(f"no object {what!r} in this snapshot of the file")
+        first, last = tags[what][1] - 1, tags[what][2] - 1  # decorators in, blank lines out
     else:
         first = _find(lines, "start-at", options, 0) if options.get("start-at") else 0
         last = len(lines) - 1
@@ -231,10 +197,8 @@ def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
     if "changes" in options:
         shown, new = _changes_only(shown, new, bool(what))
         kept = {line.number for line in shown if line is not None}
-    replaced = _by_chapter(_replaced_runs(file, whole, chapter, kept, bool(what), root) if whole else [],
-                           file, root)
-    return Listing(file, chapter, what, shown, new, list(replaced), options.get("caption"),
-                   replaced)
+    replaced = _replaced_lines(file, whole, chapter, kept, bool(what), root) if whole else {}
+    return Listing(file, chapter, what, shown, new, options.get("caption"), replaced)
 
 
 class ListingDirective(SphinxDirective):
@@ -259,8 +223,7 @@ class ListingDirective(SphinxDirective):
         for replaced, text in listing.replaced_blocks():  # the old lines, above the new
             old = nodes.literal_block(text, text, language="python", classes=["engine-replaced"])
             self.set_source_info(old)
-            # a caption as a listing's looks, but not a numbered listing: the numbers stay
-            # those of the code the engine has
+            # captioned as a listing is, but not numbered: the numbers count the engine's code
             caption = self.parse_text_to_nodes(listing.replaced_caption(replaced))[0]
             shown.append(nodes.container(
                 "", nodes.container("", nodes.inline("", "", *caption.children,
@@ -284,21 +247,16 @@ def setup(app):
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
-def page_listings(chapter: str, text: str, root=ROOT):
-    """The Listings of the `{listing}` fences in `text` (the chapter's page, nested ones
-    too), as the page of `chapter` shows them."""
+def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
+    """{file: [line numbers]} of the lines `chapter` introduces (or `replaced`) that no
+    listing in `text`, its page, shows (or shows in a block of replaced lines)."""
     from myst_reader import fences
 
-    return [listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
-            for fence in fences(text, root) if fence.name == "listing"]
-
-
-def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
-    """{file: [source line numbers]} of the lines `chapter` introduces that none of the
-    listings in `text` (the chapter's page, nested listings too) shows; with `replaced`,
-    of the lines it replaces that no listing shows in its block of replaced lines."""
     shown = {}
-    for listing in page_listings(chapter, text, root):
+    for fence in fences(text, root):
+        if fence.name != "listing":
+            continue
+        listing = listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
         lines = listing.lines if not replaced else [
             line for lines in listing.replaced_lines.values() for line in lines]
         shown.setdefault(listing.file, set()).update(
@@ -314,20 +272,24 @@ def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
     return missing
 
 
+def describe_unshown(chapter: str, missing: dict, what: str, root=ROOT) -> str:
+    """`unshown_lines`' finding, a line of text for each line not shown."""
+    out = [f"book/{chapter}.md does not show {sum(map(len, missing.values()))} line(s) it {what}:"]
+    for file, numbers in missing.items():
+        texts = {line.number: line.text.strip() for line in snapshots.engine_lines(root)[file]}
+        out += [f"    {file}:{n}: {texts[n][:90]}" for n in numbers]
+    return "\n".join(out)
+
+
 def main(chapters):
     status = 0
     for chapter in chapters or snapshots.engine_chapters(ROOT):
         text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf8")
         for replaced, what in ((False, "introduces"), (True, "replaces")):
             missing = unshown_lines(chapter, text, ROOT, replaced)
-            if not missing:
-                print(f"{chapter}: its listings show every line it {what}")
+            print(describe_unshown(chapter, missing, what) if missing
+                  else f"{chapter}: its listings show every line it {what}")
             status |= bool(missing)
-            for file, numbers in missing.items():
-                print(f"{chapter}: {len(numbers)} line(s) of {file} it {what} not shown:")
-                texts = {line.number: line.text for line in snapshots.engine_lines(ROOT)[file]}
-                for n in numbers:
-                    print(f"    {file}:{n}: {texts[n].strip()[:90]}")
     return status
 
 

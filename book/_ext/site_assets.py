@@ -35,10 +35,8 @@ def _defaults(app, config):
             "code beside it when this site was built.</p>")
 
 
-def _key(asset):
-    attributes = getattr(asset, "attributes", {}) or {}
-    filename = getattr(asset, "filename", str(asset)) or ""  # None and "" both mean inline
-    return (filename, tuple(sorted((k, str(v)) for k, v in attributes.items())))
+def _key(asset):  # a filename of None and of "" both mean an inline script
+    return (asset.filename or "", tuple(sorted((k, str(v)) for k, v in asset.attributes.items())))
 
 
 def _links_once_and_on_site(app, pagename, templatename, context, doctree):

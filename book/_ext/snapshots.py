@@ -1,29 +1,21 @@
 """The engine as of each chapter, derived from the chapter markers in `engine/`.
 
-Every line of `engine/` belongs to the chapter that introduces it. One comment
-line marks each block:
+Every line of `engine/` belongs to the chapter that introduces it; a comment line marks
+each block:
 
-    #> tensors
-        the lines after it belong to chapter `tensors`
+    #> tensors                       the lines after it belong to chapter `tensors`
+    #< tensors, replaced in speed    the commented lines after it are lines of `tensors`
+    # ...                            that chapter `speed` replaces
 
-    #< tensors, replaced in speed
-    # ...
-        the commented lines after it are lines of `tensors` that chapter `speed`
-        replaces: every snapshot from `tensors` up to, not including, `speed` has
-        them, uncommented (Crafting Interpreters keeps deleted code the same way)
+A block is the lines after its marker indented at least as deep as the marker, up to the
+next marker at the same or a lower indentation; a block of replaced lines ends at the first
+line that is not a comment at its indentation. Every file starts with a marker. A line back
+at the indentation of an outer block belongs to that block again, so lines a later chapter
+adds inside a function, at the body's indentation, need the function's marker after them.
 
-A block is the lines after its marker that are indented at least as deep as the
-marker, up to the next marker at the same or a lower indentation. A block of
-replaced lines ends at the first line that is not a comment at its indentation.
-Every file starts with a marker, so every line has a chapter. A line after a
-nested block, back at the indentation of the block around it, belongs to that
-block again, so a function that a later chapter adds lines to needs its own
-chapter's marker again after them.
-
-The snapshot of chapter C is every line whose chapter comes no later than C in
-`_toc.yml`, minus the lines replaced by then, with the markers taken out. A module
-whose every line comes later is not in the snapshot. The snapshot of the last
-chapter is the package itself, less its markers and replaced lines.
+The snapshot of chapter C is every line whose chapter comes no later than C in `_toc.yml`,
+less the lines replaced by then (shown uncommented until then, as Crafting Interpreters
+keeps deleted code), markers taken out; a module with no line left is not in it.
 """
 
 from __future__ import annotations
@@ -65,18 +57,9 @@ def chapter_order(root=ROOT) -> list[str]:
 
 
 def parse(text: str, path, order) -> list[Line]:
-    """The lines of one engine file with their chapters; markers dropped. With `order`
-    None, the chapters the markers name are not checked against a book's toc."""
+    """The lines of one engine file with their chapters, markers dropped; with `order`
+    None, the chapters the markers name are not checked."""
     position = {chapter: i for i, chapter in enumerate(order or ())}
-
-    def known(chapter, number):
-        if order is None:
-            return 0
-        if chapter not in position:
-            raise MarkerError(path, number, f"marker names {chapter!r}, which is not a page "
-                              f"of _toc.yml ({', '.join(order)})")
-        return position[chapter]
-
     lines, stack = [], []  # stack: (indent, chapter, until, replaced)
     for number, raw in enumerate(text.splitlines(), 1):
         added, replaced = _ADDED.match(raw), _REPLACED.match(raw)
@@ -86,9 +69,11 @@ def parse(text: str, path, order) -> list[Line]:
             while stack and stack[-1][0] >= indent:
                 stack.pop()
             chapter, until = match["chapter"], replaced["until"] if replaced else None
-            known(chapter, number)
-            if until is not None and order is not None and known(until, number) <= known(
-                    chapter, number):
+            for name in [chapter, until] if order is not None else []:
+                if name is not None and name not in position:
+                    raise MarkerError(path, number, f"marker names {name!r}, which is not a "
+                                      f"page of _toc.yml ({', '.join(order)})")
+            if order is not None and until is not None and position[until] <= position[chapter]:
                 raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
                                   "which does not come after it")
             if stack and stack[-1][3] and stack[-1][0] < indent:
@@ -124,8 +109,7 @@ def parse(text: str, path, order) -> list[Line]:
 
 
 def _keep(line: Line, chapter: str, position: dict) -> bool:
-    """A line the snapshot of `chapter` has. Blank lines are kept wherever they stand
-    (`_tidy` then removes the runs that excluded lines leave behind)."""
+    """A line the snapshot of `chapter` has; every blank line (`_tidy` thins them)."""
     if not line.text.strip():
         return True
     k = position[chapter]
@@ -136,9 +120,8 @@ _TOP_DEFINITION = re.compile(r"(def|class|async def|@)\b")
 
 
 def _tidy(lines: list[Line]) -> list[Line]:
-    """Blank lines as PEP 8 spaces them, where left-out lines left theirs: inside a block
-    at most one in a row; at the top level two around a function or class, else one;
-    none at the ends of the file."""
+    """Blank lines as PEP 8 spaces them where left-out lines left theirs: one in a row in
+    a block, two around a top-level function or class, none at the ends."""
     out, blanks = [], []
     for line in lines:
         if not line.text.strip():
@@ -166,8 +149,7 @@ def _engine_lines(root: str, stamp: tuple) -> dict:
 
 
 def engine_lines(root=ROOT) -> dict[str, tuple]:
-    """{`engine/x.py`: its Lines} for every module of the package (read again on a change
-    of a module or of `_toc.yml`)."""
+    """{`engine/x.py`: its Lines}, read again when a module or `_toc.yml` changes."""
     root = Path(root).resolve()
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
                   for p in _modules(root) + [root / "_toc.yml"])
@@ -182,7 +164,7 @@ def engine_chapters(root=ROOT) -> list[str]:
 
 
 def snapshot_lines(chapter: str, root=ROOT) -> dict[str, list[Line]]:
-    """{`engine/x.py`: the Lines it has as of `chapter`}; modules with none left out."""
+    """{`engine/x.py`: the Lines it has as of `chapter`}, for the modules that have any."""
     order = chapter_order(root)
     if chapter not in order:
         raise KeyError(f"{chapter!r} is not a page of _toc.yml")
@@ -195,22 +177,23 @@ def snapshot_lines(chapter: str, root=ROOT) -> dict[str, list[Line]]:
     return snapshot
 
 
+def _source(lines) -> str:
+    return "\n".join(line.text for line in lines) + "\n"
+
+
 def snapshot_files(chapter: str, root=ROOT) -> dict[str, str]:
     """{`engine/x.py`: its source as of `chapter`}."""
-    return {relative: "\n".join(line.text for line in lines) + "\n"
-            for relative, lines in snapshot_lines(chapter, root).items()}
+    return {relative: _source(lines) for relative, lines in snapshot_lines(chapter, root).items()}
 
 
 def finished_files(root=ROOT) -> dict[str, str]:
-    """{`engine/x.py`: the finished module}: every line no chapter replaces, markers
-    dropped. The last chapter's snapshot, read without the toc, so that a book whose toc
-    names other pages (a test's probe book) ships it too: the download archive's engine."""
+    """{`engine/x.py`: the finished module}, the download archive's engine: the last
+    chapter's snapshot, read without the toc (a test's probe book names other pages)."""
     files = {}
     for path in _modules(root):
-        lines = [line for line in parse(path.read_text(encoding="utf8"), path, None)
-                 if line.until is None]
-        files[path.relative_to(root).as_posix()] = "\n".join(
-            line.text for line in _tidy(lines)) + "\n"
+        lines = parse(path.read_text(encoding="utf8"), path, None)
+        files[path.relative_to(root).as_posix()] = _source(_tidy(
+            [line for line in lines if line.until is None]))
     return files
 
 
@@ -220,8 +203,7 @@ def snapshot_hash(chapter: str, root=ROOT) -> str:
 
 
 def write_snapshot(chapter: str, folder, root=ROOT) -> Path:
-    """Write the snapshot as `<folder>/engine/...` and return `folder`: first on `sys.path`
-    (or PYTHONPATH), `import engine` is the engine as of `chapter`."""
+    """Write the snapshot as `<folder>/engine/...`, importable with `folder` on sys.path."""
     for relative, text in snapshot_files(chapter, root).items():
         path = Path(folder) / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -229,10 +211,9 @@ def write_snapshot(chapter: str, folder, root=ROOT) -> Path:
     return Path(folder)
 
 
-# Python imports `sitecustomize` from PYTHONPATH at start-up, after the installed
-# packages' .pth files: an editable install of the engine (`pip install -e .`) puts a
-# finder on sys.meta_path that would answer `import engine.memory` from engine/ when the
-# snapshot has no such module. This takes that finder away, in kernels that run a snapshot.
+# Imported from PYTHONPATH at start-up, after the .pth files: takes away the finder of an
+# editable install (`pip install -e .`), which would answer `import engine.memory` from
+# engine/ where the snapshot has no such module.
 SITECUSTOMIZE = """\
 import sys
 
@@ -243,13 +224,13 @@ sys.meta_path[:] = [finder for finder in sys.meta_path
 
 
 def snapshot_folder(chapter: str, build_dir, root=ROOT) -> Path:
-    """`<build>/snapshots/<chapter>-<hash>`, written if missing: the folder to put first on
-    a kernel's PYTHONPATH, so that `import engine` (and `import engine.x`) is the snapshot."""
+    """`<build>/snapshots/<chapter>-<hash>`, written if missing: first on a kernel's
+    PYTHONPATH, it makes `import engine` (and `engine.x`) the snapshot."""
     folder = Path(build_dir) / "snapshots" / f"{chapter}-{snapshot_hash(chapter, root)}"
     if folder.exists():
         return folder
-    # Written whole under a name of this process's, then renamed: a build and the tests'
-    # verifier processes may ask for the same folder at once, and none may see it half done.
+    # written under a name of this process's, then renamed: other processes asking for the
+    # same folder at once must never see it half written
     partial = folder.with_name(f".{folder.name}-{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(partial, ignore_errors=True)
     write_snapshot(chapter, partial, root)
