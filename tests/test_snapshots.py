@@ -220,8 +220,9 @@ def test_a_listing_shows_the_lines_it_replaces_above_it():
     # a line replaced in `memory` was gone before `fast`: not among fast's replaced lines
     assert "if any(parent.requires_grad" not in "".join(blocks.values())
     assert result.replaced_caption("tensors") == (
-        "`engine/tensor.py`, `Tensor._result`: the lines of `tensors` this replaces")
-    assert "replacing lines of `tensors`, `memory`" in result.caption()
+        "`engine/tensor.py`, `Tensor._result`: the lines of `tensors` that this listing replaces")
+    assert "replacing lines of chapter `tensors`, chapter `memory`" in result.caption()
+    assert "replacing lines of {doc}`tensors`" in result.caption(lambda c: f"{{doc}}`{c}`")
     # a range gets the old line right above it, not the next statement's old lines below
     seed = listings.listing_lines("engine/tensor.py", {
         "start-at": "self._add_grad(seed_ones(self.shape)",

@@ -55,20 +55,23 @@ class Listing:
         """[(chapter, text)]: the lines replaced, a block per chapter whose lines they are."""
         return [(c, _render(lines)) for c, lines in self.replaced_lines.items()]
 
-    def replaced_caption(self, chapter) -> str:
-        return f"{self.where()}: the lines of `{chapter}` this replaces"
+    def replaced_caption(self, chapter, name=lambda c: f"`{c}`") -> str:
+        return f"{self.where()}: the lines of {name(chapter)} that this listing replaces"
 
     @property
     def mixed(self) -> bool:
         return 0 < len(self.new) < sum(1 for ln in self.lines if ln is not None and ln.text.strip())
 
-    def caption(self) -> str:
+    def caption(self, name=lambda c: f"chapter `{c}`") -> str:
         if self.given_caption:
             return self.given_caption
-        notes = [f"highlighted: new in chapter `{self.chapter}`"] if self.mixed else []
+        notes = [f"highlighted: new in {name(self.chapter)}"] if self.mixed else []
         if self.replaced_lines:
-            notes.append("replacing lines of " + ", ".join(f"`{c}`" for c in self.replaced_lines))
+            notes.append("replacing lines of " + ", ".join(name(c) for c in self.replaced_lines))
         return self.where() + (f" ({'; '.join(notes)})" if notes else "")
+
+
+_title = "{{doc}}`{}`".format  # on the page a chapter is its title, linked
 
 
 def _render(lines) -> str:
@@ -224,7 +227,7 @@ class ListingDirective(SphinxDirective):
             old = nodes.literal_block(text, text, language="python", classes=["engine-replaced"])
             self.set_source_info(old)
             # captioned as a listing is, but not numbered: the numbers count the engine's code
-            caption = self.parse_text_to_nodes(listing.replaced_caption(replaced))[0]
+            caption = self.parse_text_to_nodes(listing.replaced_caption(replaced, _title))[0]
             shown.append(nodes.container(
                 "", nodes.container("", nodes.inline("", "", *caption.children,
                                                      classes=["caption-text"]),
@@ -235,7 +238,7 @@ class ListingDirective(SphinxDirective):
         self.set_source_info(block)
         if listing.mixed:
             block["highlight_args"] = {"hl_lines": sorted(i + 1 for i in listing.new)}
-        return shown + [container_wrapper(self, block, listing.caption())]
+        return shown + [container_wrapper(self, block, listing.caption(_title))]
 
 
 def _directive():  # notebooks.py reads a listing's options with it
