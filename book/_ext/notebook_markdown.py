@@ -1,17 +1,14 @@
-"""MyST to plain Markdown, for the notebook a reader downloads (JupyterLab, Colab).
-
-Plain Jupyter shows MyST's directives, roles and `(label)=` targets as raw text. Here
-titled blocks become block quotes, solutions and dropdowns <details>, a reference the
-text the page shows (resolved by the build's own domains: Sphinx's, sphinx-proof's,
-sphinx-exercise's, sphinxcontrib-bibtex's citations), a glued value its text, a glued
-figure an image attachment, and a player its still frame with a note. Blocks and roles
-are found by the MyST reader (myst_reader.fences, myst_reader.roles).
-"""
+"""MyST to plain Markdown, for the notebook a reader downloads (plain Jupyter shows MyST
+as raw text): titled blocks become quotes, solutions and dropdowns <details>, a reference
+the text the page shows (resolved by the build's domains), a glued value its text, a
+glued figure an attachment, a player its still frame with a note."""
 
 import base64
 import re
 
 import nbformat
+from sphinx.util.nodes import split_explicit_title
+from sphinx_proof.proof_type import PROOF_TYPES
 
 from myst_reader import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
 from notebook_archive import notebook_name
@@ -20,11 +17,7 @@ from output_rules import glue_text, is_player
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
 SOLUTION_END = "<!-- engine-solution-end -->"
 _SOLUTION_MARK = re.compile(r"<!-- engine-solution-(?:start (\S*)|end) -->")
-_EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _TARGET_LINE = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
-PROOF_KINDS = {"theorem", "definition", "lemma", "corollary", "proposition", "remark",
-               "example", "axiom", "conjecture", "criterion", "algorithm", "property",
-               "observation", "assumption", "notation"}
 PLAYER_NOTE = ("*(On the book's site this figure is a player that steps through its "
                "frames; a notebook viewer does not run its script, so this is one frame of "
                "it. Run the cell in Jupyter to play it.)*")
@@ -55,9 +48,8 @@ class References:
             return f"${body}$"
         if name in ("code", "literal", "file", "samp", "command", "kbd"):
             return f"`{body}`"
-        explicit = _EXPLICIT.match(body)
-        text, target = (explicit["text"].strip(), explicit["target"].strip()) if explicit \
-            else ("", body.strip())
+        explicit, text, target = split_explicit_title(body.strip())
+        text, target = text if explicit else "", target.strip()
         domain, _, kind = name.rpartition(":")
         domain = "math" if kind == "eq" else domain or "std"
         if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
@@ -202,7 +194,7 @@ def _directive(fence, refs):
     title = show_roles(arg, refs.root, {}, refs) if arg else ""
     label = str(fence.options.get("label", ""))
     anchor = [f'<a id="{label}"></a>'] if label else []
-    if kind in PROOF_KINDS or name == "exercise":
+    if kind in PROOF_TYPES or name == "exercise":
         number = refs.number(kind, label) if label else None
         head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
         return anchor + _quote([f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)

@@ -1,12 +1,9 @@
 """The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter,
-in its page's download menu (`_sources/<docname>.ipynb`; sphinx-book-theme offers it only
-with a launch service, so this sets the page's `ipynb_source`) and in the book's archive.
+in its page's download menu (`_sources/<docname>.ipynb`) and in the book's archive.
 
-Each has the outputs the page shows, a first cell that unpacks the engine as of its chapter
-(snapshots.py) and the data the page reads, so it runs with NumPy, SciPy and Matplotlib
-alone; each `{listing}` as a Markdown cell of what the page shows; a fallback for `from
-myst_nb import glue`; its prose as plain Markdown (notebook_markdown.py); and what the
-page hides folded, not removed (it still runs)."""
+Each has the page's outputs; a first cell that unpacks the engine as of its chapter and
+the data the page reads; each `{listing}` as a Markdown cell; a fallback for `from myst_nb
+import glue`; plain Markdown prose (notebook_markdown.py); hidden cells folded, not removed."""
 
 import base64
 import copy
@@ -36,8 +33,7 @@ except ImportError:  # outside the book's build: show what display=True would sh
 
 
 def listing_cell(fence, chapter, root):
-    """A Markdown cell showing one `{listing}` as the page shows it, with its caption, after
-    the lines it replaces."""
+    """One `{listing}` as the page shows it, after the lines it replaces."""
     import listings
 
     options, _ = fence.parse(listings._directive())
@@ -52,8 +48,8 @@ def listing_cell(fence, chapter, root):
 
 
 def snapshot_cell(chapter, root, doc_path):
-    """The first code cell: it unpacks the engine as of `chapter`, and the data files the
-    page reads (its front matter's `data_files`), beside the notebook."""
+    """The first code cell: it unpacks the engine as of `chapter` and the page's
+    `data_files` beside the notebook."""
     import snapshots
     from book_config import data_files
 
@@ -86,9 +82,9 @@ def snapshot_cell(chapter, root, doc_path):
 
 def fold_hidden(cell):
     """Fold the source and outputs of a code cell the page hides."""
-    tags = set(cell.metadata.get("tags", []))
     if cell.cell_type != "code":
         return
+    tags = set(cell.metadata.get("tags", []))
     if tags & HIDDEN_SOURCE:
         cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
     if tags & HIDDEN_OUTPUT and cell.get("outputs"):
@@ -137,16 +133,14 @@ def markdown_cells(cell, glued, chapter, root, refs):
 
 
 def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
-    """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
-    With `References` (the build passes them) its MyST becomes plain Markdown."""
+    """The executed notebook `nb` of the chapter at `doc_path` (its glue moved out to
+    `glue_data`, as myst-nb does), made for plain Jupyter. With `References` (the build
+    passes them) its MyST becomes plain Markdown."""
     from execution import snapshot_chapter
     from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
-    from output_rules import glued_values
 
     nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
-    # glue(...) values: myst-nb moves them out of the executed notebook; any left count too
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
-    glued.update(glued_values(nb.cells))
     chapter = snapshot_chapter(doc_path, root)
     cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
@@ -156,8 +150,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
         if cell.cell_type == "code":
             cell.source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                                  flags=re.M)
-            if refs is not None:
-                players_as_stills(cell)
+            players_as_stills(cell)
         cells.append(cell)
     if refs is not None:
         for cell in cells:
@@ -171,9 +164,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
         cell["id"] = f"cell-{i}"  # unique, for the cells made here too
     nb.cells, nb.nbformat_minor = cells, max(nb.nbformat_minor, 5)
     nb.metadata.pop("source_map", None)
-    source = doc_path.resolve()
-    nb.metadata["autodiff_book"] = {"source": source.relative_to(root.resolve()).as_posix()
-                                    if source.is_relative_to(root.resolve()) else source.name}
+    source = doc_path.resolve().relative_to(root.resolve())
+    nb.metadata["autodiff_book"] = {"source": source.as_posix()}
     return nb
 
 

@@ -1,8 +1,7 @@
-"""The reader's path, made from the pages at build time: under a chapter's title a plan
-line (level, reading time with shown code at 100 words a minute and prose at 200, since
-code is read more slowly, interactive figures, exercises, notebook); after "You are done
-when", a "Mark this chapter done" button (engine-site.js keeps it in local storage);
-before the sources, the chapters whose "Before this chapter" links this one."""
+"""The reader's path: under a chapter's title a plan line (level, reading time, interactive
+figures, exercises, notebook); after "You are done when", a "Mark this chapter done" button
+(engine-site.js keeps it in local storage); before the sources, the chapters whose "Before
+this chapter" links this one."""
 
 import math
 import posixpath
@@ -18,7 +17,7 @@ from myst_reader import fences, prose_words
 from report import figures
 
 LEVELS = ("introductory", "intermediate", "advanced")
-PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100
+PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100  # code is read more slowly
 BEFORE, DONE_WHEN, SOURCES = "Before this chapter", "You are done when", "Sources"
 KEY = "reader_path_before"  # env: {docname: [docnames its "Before this chapter" links]}
 
@@ -137,10 +136,10 @@ class ReaderPath(SphinxPostTransform):
     """The plan line, the button and what the chapter unlocks, once every page is read
     (the last needs the other chapters' sections) and before links are resolved."""
     default_priority = 8
+    formats = ("html",)
 
     def run(self, **kwargs):
-        if self.app.builder.format == "html":
-            add_path(self.app, self.document, self.env.docname)
+        add_path(self.app, self.document, self.env.docname)
 
 
 def add_path(app, doctree, docname):
