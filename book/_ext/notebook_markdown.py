@@ -154,11 +154,7 @@ def players_as_stills(cell):
 
 
 def plain_markdown(text, refs):
-    """One MyST Markdown text rendered to plain Markdown."""
-    return _blocks(show_roles(text, refs.root, {}, refs), refs)
-
-
-def _blocks(text, refs):
+    """MyST Markdown, its roles shown (`show_roles`), as plain Markdown."""
     lines, out, cursor = text.split("\n"), [], 0
     for fence in [f for f in fences(text, refs.root) if f.depth == 0] + [None]:
         start = len(lines) if fence is None else fence.line - 1
@@ -189,7 +185,7 @@ def _directive(fence, refs):
     name, arg, body = fence.name, fence.arg.strip(), list(fence.body)
     while body and not body[0].strip():
         body = body[1:]
-    inner = _blocks("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
+    inner = plain_markdown("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
     kind = name.removeprefix("prf:")
     title = show_roles(arg, refs.root, {}, refs) if arg else ""
     label = str(fence.options.get("label", ""))

@@ -93,11 +93,11 @@ def fold_hidden(cell):
 
 
 def markdown_cells(cell, glued, chapter, root, refs):
-    """A Markdown cell of the chapter, its glue shown and each `{listing}` made a cell of
-    its own (one inside another block comes right after the cell that holds it)."""
+    """A Markdown cell with its roles shown, split at each `{listing}`, which becomes a cell
+    (one nested in a block comes right after the cell that holds it)."""
     from notebook_markdown import glue_figure_markdown, show_roles
 
-    text = show_roles(cell.source, root, glued)
+    text = show_roles(cell.source, root, glued, refs)
     lines, cells, chunk, hoisted, cursor = text.split("\n"), [], [], [], 0
     attachments = dict(cell.get("attachments", {}))
 
@@ -202,10 +202,10 @@ def _build_finished(app, exception):
     for docname in notebook_docnames(app.env):
         nb = _reader_notebook(app, docname)
         if nb is not None:
+            text = notebooks[notebook_name(docname)] = nbformat.writes(nb)
             target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
-            notebooks[notebook_name(docname)] = nbformat.writes(nb)
-            target.write_text(notebooks[notebook_name(docname)], encoding="utf-8")
+            target.write_text(text, encoding="utf-8")
     write_archive(Path(app.outdir) / ARCHIVE, notebooks, Path(app.srcdir))
 
 
