@@ -1,6 +1,6 @@
 """The book's archive, `downloads/autodiff-book.zip` (the intro links it): every chapter
 notebook as its page offers it, the finished `engine` with pyproject.toml, the runtime pins
-as requirements.txt and archive_README.md; the same bytes every time."""
+as requirements.txt and archive_README.txt (its README.md); the same bytes every time."""
 
 import io
 import posixpath
@@ -14,7 +14,7 @@ from book_config import RUNTIME_PINS
 ARCHIVE = "downloads/autodiff-book.zip"
 ARCHIVE_TOP = "autodiff-book"
 STAMP = (2026, 1, 1, 0, 0, 0)
-README = Path(__file__).with_name("archive_README.md")
+README = Path(__file__).with_name("archive_README.txt")
 
 
 def zip_bytes(files: dict) -> bytes:
