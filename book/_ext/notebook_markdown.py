@@ -43,7 +43,7 @@ class References:
         from sphinx.util import docname_join
 
         if name.startswith(("cite", "footcite")):
-            return self.cite(body)
+            return self.cite(name, body)
         if name == "math":
             return f"${body}$"
         if name in ("code", "literal", "file", "samp", "command", "kbd"):
@@ -66,25 +66,27 @@ class References:
             return f"[{shown}]({notebook_name(docname).rsplit('/', 1)[-1]})"
         return shown  # an unknown role: its text, never the raw markup
 
-    def cite(self, keys):
-        from pybtex.richtext import Text
+    def cite(self, role, keys):
+        """The citation as the page shows it (sphinxcontrib-bibtex's style), each linked to
+        its entry in the References cell."""
+        from docutils import nodes
+        from sphinx.addnodes import pending_xref
 
-        shown = []
         for key in [k.strip() for k in keys.split(",") if k.strip()]:
             if key not in self.cited:
                 self.cited.append(key)
-            if key not in self.citations:
-                shown.append(key)
-                continue
-            entry = self.citations[key].entry
-            people = entry.persons.get("author") or entry.persons.get("editor") or []
-            names = [" ".join(name.render_as("text") for name in person.rich_last_names)
-                     for person in people]
-            who = (f"{names[0]} et al." if len(names) > 2 else " and ".join(names)
-                   or Text.from_latex(entry.fields.get("title", key)).render_as("text"))
-            year = entry.fields.get("year")
-            shown.append(f"[{who}, {year}](#ref-{key})" if year else f"[{who}](#ref-{key})")
-        return "[" + "; ".join(shown) + "]"
+        if "cite" not in self.env.domains:
+            return f"[{keys}]"
+        shown = self.env.domains["cite"].resolve_xref(
+            self.env, self.docname, self.app.builder, role.partition(":")[2] or "p", keys,
+            pending_xref(""), None)
+        ids = {c.citation_id: key for key, c in self.citations.items()}
+        parts = []
+        for node in shown.children:
+            at = (node.get("refid") or node.get("refuri", "").rpartition("#")[2]
+                  if isinstance(node, nodes.reference) else None)
+            parts.append(f"[{node.astext()}](#ref-{ids[at]})" if at in ids else node.astext())
+        return "".join(parts)
 
     def references_cell(self):
         """The chapter's bibliography as its page shows it, for the notebook's end."""

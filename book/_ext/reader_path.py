@@ -19,14 +19,12 @@ from report import figures
 LEVELS = ("introductory", "intermediate", "advanced")
 PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100  # code is read more slowly
 BEFORE, DONE_WHEN, SOURCES = "Before this chapter", "You are done when", "Sources"
-KEY = "reader_path_before"  # env: {docname: [docnames its "Before this chapter" links]}
+KEY = "reader_path_before"  # env: {docname: [(reftype, target) its "Before this chapter" links]}
 
 
 def _section(doctree, title):
-    for section in doctree.findall(nodes.section):
-        if section.children and section[0].astext().strip() == title:
-            return section
-    return None
+    return next((section for section in doctree.findall(nodes.section)
+                 if section.children and section[0].astext().strip() == title), None)
 
 
 def note_prerequisites(app, doctree):
