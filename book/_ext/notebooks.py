@@ -94,16 +94,18 @@ def fold_hidden(cell):
 
 def markdown_cells(cell, glued, chapter, root, refs):
     """A Markdown cell with its roles shown, split at each `{listing}`, which becomes a cell
-    (one nested in a block comes right after the cell that holds it)."""
-    from notebook_markdown import glue_figure_markdown, show_roles
+    (one nested in a block comes right after the cell that holds it); with `refs`, in
+    plain Markdown."""
+    from notebook_markdown import glue_figure_markdown, plain_markdown, show_roles
 
     text = show_roles(cell.source, root, glued, refs)
     lines, cells, chunk, hoisted, cursor = text.split("\n"), [], [], [], 0
     attachments = dict(cell.get("attachments", {}))
 
     def flush():
-        if "\n".join(chunk).strip():
-            new = nbformat.v4.new_markdown_cell("\n".join(chunk).strip("\n"),
+        source = "\n".join(chunk).strip("\n")
+        if source.strip():
+            new = nbformat.v4.new_markdown_cell(plain_markdown(source, refs) if refs else source,
                                                 metadata=copy.deepcopy(cell.metadata))
             used = {k: v for k, v in attachments.items() if f"attachment:{k}" in new.source}
             if used:
@@ -137,7 +139,7 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
     `glue_data`, as myst-nb does), made for plain Jupyter. With `References` (the build
     passes them) its MyST becomes plain Markdown."""
     from execution import snapshot_chapter
-    from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
+    from notebook_markdown import fold_solutions, players_as_stills
 
     nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
@@ -153,9 +155,6 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
             players_as_stills(cell)
         cells.append(cell)
     if refs is not None:
-        for cell in cells:
-            if cell.cell_type == "markdown" and LISTING_TAG not in cell.metadata.get("tags", []):
-                cell.source = plain_markdown(cell.source, refs)
         cells = fold_solutions(cells, refs)
         references = refs.references_cell()
         cells += [references] if references is not None else []
