@@ -7,6 +7,9 @@ import base64
 import re
 
 import nbformat
+from docutils import nodes
+from sphinx.addnodes import pending_xref
+from sphinx.util import docname_join
 from sphinx.util.nodes import split_explicit_title
 from sphinx_proof.proof_type import PROOF_TYPES
 
@@ -38,10 +41,6 @@ class References:
         return ".".join(map(str, number)) if number else None
 
     def role(self, name, body):
-        from docutils import nodes
-        from sphinx.addnodes import pending_xref
-        from sphinx.util import docname_join
-
         if name.startswith(("cite", "footcite")):
             return self.cite(name, body)
         if name == "math":
@@ -69,9 +68,6 @@ class References:
     def cite(self, role, keys):
         """The citation as the page shows it (sphinxcontrib-bibtex's style), each linked to
         its entry in the References cell."""
-        from docutils import nodes
-        from sphinx.addnodes import pending_xref
-
         for key in [k.strip() for k in keys.split(",") if k.strip()]:
             if key not in self.cited:
                 self.cited.append(key)

@@ -53,18 +53,17 @@ def linked_pages(env, docname):
 
 
 def code_words(doctree):
-    """Words of the code the page shows: listings and code-cell sources, not outputs."""
-    def unread(node):  # an output, or the code of a cell the page does not show
-        parent = node.parent
-        while parent is not None:
-            classes = parent.get("classes", [])
-            if "cell_output" in classes or {"tag_remove-input", "tag_remove-cell"} & set(classes):
+    """Words of the code the page shows: listings and code-cell sources (myst-nb leaves
+    out those it removes), not outputs."""
+    def in_output(node):
+        while node is not None:
+            if "cell_output" in node.get("classes", []):
                 return True
-            parent = parent.parent
+            node = node.parent
         return False
 
     return sum(len(block.astext().split()) for block in doctree.findall(nodes.literal_block)
-               if not unread(block))
+               if not in_output(block))
 
 
 def reading_minutes(prose, code):
