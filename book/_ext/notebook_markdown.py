@@ -14,7 +14,6 @@ from sphinx.util.nodes import split_explicit_title
 from sphinx_proof.proof_type import PROOF_TYPES
 
 from myst_reader import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
-from notebook_archive import notebook_name
 from output_rules import glue_text, is_player
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
@@ -62,7 +61,7 @@ class References:
         shown = found.astext() if found is not None else text or target
         docname = docname_join(self.docname, target)
         if kind == "doc" and "kernelspec" in self.env.metadata.get(docname, {}):
-            return f"[{shown}]({notebook_name(docname).rsplit('/', 1)[-1]})"
+            return f"[{shown}]({docname.rpartition('/')[2]}.ipynb)"  # the notebook beside it
         return shown  # an unknown role: its text, never the raw markup
 
     def cite(self, role, keys):
