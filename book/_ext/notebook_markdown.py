@@ -1,30 +1,25 @@
-"""MyST to plain Markdown, for the notebook a reader downloads (JupyterLab, Colab).
-
-Plain Jupyter shows MyST's directives, roles and `(label)=` targets as raw text. Here
-titled blocks become block quotes, solutions and dropdowns <details>, a reference the
-text the page shows (resolved by the build's own domains: Sphinx's, sphinx-proof's,
-sphinx-exercise's, sphinxcontrib-bibtex's citations), a glued value its text, a glued
-figure an image attachment, and a player its still frame with a note. Blocks and roles
-are found by the MyST reader (myst_reader.fences, myst_reader.roles).
-"""
+"""MyST to plain Markdown, for the notebook a reader downloads (plain Jupyter shows MyST
+as raw text): titled blocks become quotes, solutions and dropdowns <details>, a reference
+the text the page shows (resolved by the build's domains), a glued value its text, a
+glued figure an attachment, a player its still frame with a note."""
 
 import base64
 import re
 
 import nbformat
+from docutils import nodes
+from sphinx.addnodes import pending_xref
+from sphinx.util import docname_join
+from sphinx.util.nodes import split_explicit_title
+from sphinx_proof.proof_type import PROOF_TYPES
 
 from myst_reader import GLUE_ROLES, NOT_PROSE, fences, glue_use, roles
-from notebook_archive import notebook_name
 from output_rules import glue_text, is_player
 
 SOLUTION_START = "<!-- engine-solution-start {label} -->"
 SOLUTION_END = "<!-- engine-solution-end -->"
 _SOLUTION_MARK = re.compile(r"<!-- engine-solution-(?:start (\S*)|end) -->")
-_EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 _TARGET_LINE = re.compile(r"^\s*\((?P<label>[^()\s]+)\)=\s*$")
-PROOF_KINDS = {"theorem", "definition", "lemma", "corollary", "proposition", "remark",
-               "example", "axiom", "conjecture", "criterion", "algorithm", "property",
-               "observation", "assumption", "notation"}
 PLAYER_NOTE = ("*(On the book's site this figure is a player that steps through its "
                "frames; a notebook viewer does not run its script, so this is one frame of "
                "it. Run the cell in Jupyter to play it.)*")
@@ -45,19 +40,14 @@ class References:
         return ".".join(map(str, number)) if number else None
 
     def role(self, name, body):
-        from docutils import nodes
-        from sphinx.addnodes import pending_xref
-        from sphinx.util import docname_join
-
         if name.startswith(("cite", "footcite")):
-            return self.cite(body)
+            return self.cite(name, body)
         if name == "math":
             return f"${body}$"
         if name in ("code", "literal", "file", "samp", "command", "kbd"):
             return f"`{body}`"
-        explicit = _EXPLICIT.match(body)
-        text, target = (explicit["text"].strip(), explicit["target"].strip()) if explicit \
-            else ("", body.strip())
+        explicit, text, target = split_explicit_title(body.strip())
+        text, target = text if explicit else "", target.strip()
         domain, _, kind = name.rpartition(":")
         domain = "math" if kind == "eq" else domain or "std"
         if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
@@ -71,28 +61,27 @@ class References:
         shown = found.astext() if found is not None else text or target
         docname = docname_join(self.docname, target)
         if kind == "doc" and "kernelspec" in self.env.metadata.get(docname, {}):
-            return f"[{shown}]({notebook_name(docname).rsplit('/', 1)[-1]})"
+            return f"[{shown}]({docname.rpartition('/')[2]}.ipynb)"  # the notebook beside it
         return shown  # an unknown role: its text, never the raw markup
 
-    def cite(self, keys):
-        from pybtex.richtext import Text
-
-        shown = []
+    def cite(self, role, keys):
+        """The citation as the page shows it (sphinxcontrib-bibtex's style), each linked to
+        its entry in the References cell."""
         for key in [k.strip() for k in keys.split(",") if k.strip()]:
             if key not in self.cited:
                 self.cited.append(key)
-            if key not in self.citations:
-                shown.append(key)
-                continue
-            entry = self.citations[key].entry
-            people = entry.persons.get("author") or entry.persons.get("editor") or []
-            names = [" ".join(name.render_as("text") for name in person.rich_last_names)
-                     for person in people]
-            who = (f"{names[0]} et al." if len(names) > 2 else " and ".join(names)
-                   or Text.from_latex(entry.fields.get("title", key)).render_as("text"))
-            year = entry.fields.get("year")
-            shown.append(f"[{who}, {year}](#ref-{key})" if year else f"[{who}](#ref-{key})")
-        return "[" + "; ".join(shown) + "]"
+        if "cite" not in self.env.domains:
+            return f"[{keys}]"
+        shown = self.env.domains["cite"].resolve_xref(
+            self.env, self.docname, self.app.builder, role.partition(":")[2] or "p", keys,
+            pending_xref(""), None)
+        ids = {c.citation_id: key for key, c in self.citations.items()}
+        parts = []
+        for node in shown.children:
+            at = (node.get("refid") or node.get("refuri", "").rpartition("#")[2]
+                  if isinstance(node, nodes.reference) else None)
+            parts.append(f"[{node.astext()}](#ref-{ids[at]})" if at in ids else node.astext())
+        return "".join(parts)
 
     def references_cell(self):
         """The chapter's bibliography as its page shows it, for the notebook's end."""
@@ -162,11 +151,7 @@ def players_as_stills(cell):
 
 
 def plain_markdown(text, refs):
-    """One MyST Markdown text rendered to plain Markdown."""
-    return _blocks(show_roles(text, refs.root, {}, refs), refs)
-
-
-def _blocks(text, refs):
+    """MyST Markdown, its roles shown (`show_roles`), as plain Markdown."""
     lines, out, cursor = text.split("\n"), [], 0
     for fence in [f for f in fences(text, refs.root) if f.depth == 0] + [None]:
         start = len(lines) if fence is None else fence.line - 1
@@ -197,12 +182,12 @@ def _directive(fence, refs):
     name, arg, body = fence.name, fence.arg.strip(), list(fence.body)
     while body and not body[0].strip():
         body = body[1:]
-    inner = _blocks("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
+    inner = plain_markdown("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
     kind = name.removeprefix("prf:")
     title = show_roles(arg, refs.root, {}, refs) if arg else ""
     label = str(fence.options.get("label", ""))
     anchor = [f'<a id="{label}"></a>'] if label else []
-    if kind in PROOF_KINDS or name == "exercise":
+    if kind in PROOF_TYPES or name == "exercise":
         number = refs.number(kind, label) if label else None
         head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
         return anchor + _quote([f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)

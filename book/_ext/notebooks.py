@@ -1,12 +1,9 @@
 """The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter,
-in its page's download menu (`_sources/<docname>.ipynb`; sphinx-book-theme offers it only
-with a launch service, so this sets the page's `ipynb_source`) and in the book's archive.
+in its page's download menu (`_sources/<docname>.ipynb`) and in the book's archive.
 
-Each has the outputs the page shows, a first cell that unpacks the engine as of its chapter
-(snapshots.py) and the data the page reads, so it runs with NumPy, SciPy and Matplotlib
-alone; each `{listing}` as a Markdown cell of what the page shows; a fallback for `from
-myst_nb import glue`; its prose as plain Markdown (notebook_markdown.py); and what the
-page hides folded, not removed (it still runs)."""
+Each has the page's outputs; a first cell that unpacks the engine as of its chapter and
+the data the page reads; each `{listing}` as a Markdown cell; a fallback for `from myst_nb
+import glue`; plain Markdown prose (notebook_markdown.py); hidden cells folded, not removed."""
 
 import base64
 import copy
@@ -36,8 +33,7 @@ except ImportError:  # outside the book's build: show what display=True would sh
 
 
 def listing_cell(fence, chapter, root):
-    """A Markdown cell showing one `{listing}` as the page shows it, with its caption, after
-    the lines it replaces."""
+    """One `{listing}` as the page shows it, after the lines it replaces."""
     import listings
 
     options, _ = fence.parse(listings._directive())
@@ -52,8 +48,8 @@ def listing_cell(fence, chapter, root):
 
 
 def snapshot_cell(chapter, root, doc_path):
-    """The first code cell: it unpacks the engine as of `chapter`, and the data files the
-    page reads (its front matter's `data_files`), beside the notebook."""
+    """The first code cell: it unpacks the engine as of `chapter` and the page's
+    `data_files` beside the notebook."""
     import snapshots
     from book_config import data_files
 
@@ -86,9 +82,9 @@ def snapshot_cell(chapter, root, doc_path):
 
 def fold_hidden(cell):
     """Fold the source and outputs of a code cell the page hides."""
-    tags = set(cell.metadata.get("tags", []))
     if cell.cell_type != "code":
         return
+    tags = set(cell.metadata.get("tags", []))
     if tags & HIDDEN_SOURCE:
         cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
     if tags & HIDDEN_OUTPUT and cell.get("outputs"):
@@ -97,17 +93,19 @@ def fold_hidden(cell):
 
 
 def markdown_cells(cell, glued, chapter, root, refs):
-    """A Markdown cell of the chapter, its glue shown and each `{listing}` made a cell of
-    its own (one inside another block comes right after the cell that holds it)."""
-    from notebook_markdown import glue_figure_markdown, show_roles
+    """A Markdown cell with its roles shown, split at each `{listing}`, which becomes a cell
+    (one nested in a block comes right after the cell that holds it); with `refs`, in
+    plain Markdown."""
+    from notebook_markdown import glue_figure_markdown, plain_markdown, show_roles
 
-    text = show_roles(cell.source, root, glued)
+    text = show_roles(cell.source, root, glued, refs)
     lines, cells, chunk, hoisted, cursor = text.split("\n"), [], [], [], 0
     attachments = dict(cell.get("attachments", {}))
 
     def flush():
-        if "\n".join(chunk).strip():
-            new = nbformat.v4.new_markdown_cell("\n".join(chunk).strip("\n"),
+        source = "\n".join(chunk).strip("\n")
+        if source.strip():
+            new = nbformat.v4.new_markdown_cell(plain_markdown(source, refs) if refs else source,
                                                 metadata=copy.deepcopy(cell.metadata))
             used = {k: v for k, v in attachments.items() if f"attachment:{k}" in new.source}
             if used:
@@ -137,16 +135,14 @@ def markdown_cells(cell, glued, chapter, root, refs):
 
 
 def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
-    """The executed notebook `nb` of the chapter at `doc_path`, made for plain Jupyter.
-    With `References` (the build passes them) its MyST becomes plain Markdown."""
+    """The executed notebook `nb` of the chapter at `doc_path` (its glue moved out to
+    `glue_data`, as myst-nb does), made for plain Jupyter. With `References` (the build
+    passes them) its MyST becomes plain Markdown."""
     from execution import snapshot_chapter
-    from notebook_markdown import fold_solutions, plain_markdown, players_as_stills
-    from output_rules import glued_values
+    from notebook_markdown import fold_solutions, players_as_stills
 
     nb, doc_path, root = copy.deepcopy(nb), Path(doc_path), Path(root)
-    # glue(...) values: myst-nb moves them out of the executed notebook; any left count too
     glued = {name: dict(output.get("data", {})) for name, output in (glue_data or {}).items()}
-    glued.update(glued_values(nb.cells))
     chapter = snapshot_chapter(doc_path, root)
     cells = [snapshot_cell(chapter, root, doc_path)] if chapter is not None else []
     for cell in nb.cells:
@@ -156,13 +152,9 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
         if cell.cell_type == "code":
             cell.source = re.sub(r"^from myst_nb import glue[ \t]*$", GLUE_FALLBACK, cell.source,
                                  flags=re.M)
-            if refs is not None:
-                players_as_stills(cell)
+            players_as_stills(cell)
         cells.append(cell)
     if refs is not None:
-        for cell in cells:
-            if cell.cell_type == "markdown" and LISTING_TAG not in cell.metadata.get("tags", []):
-                cell.source = plain_markdown(cell.source, refs)
         cells = fold_solutions(cells, refs)
         references = refs.references_cell()
         cells += [references] if references is not None else []
@@ -171,9 +163,8 @@ def reader_notebook(nb, doc_path, root, glue_data=None, refs=None):
         cell["id"] = f"cell-{i}"  # unique, for the cells made here too
     nb.cells, nb.nbformat_minor = cells, max(nb.nbformat_minor, 5)
     nb.metadata.pop("source_map", None)
-    source = doc_path.resolve()
-    nb.metadata["autodiff_book"] = {"source": source.relative_to(root.resolve()).as_posix()
-                                    if source.is_relative_to(root.resolve()) else source.name}
+    source = doc_path.resolve().relative_to(root.resolve())
+    nb.metadata["autodiff_book"] = {"source": source.as_posix()}
     return nb
 
 
@@ -210,10 +201,10 @@ def _build_finished(app, exception):
     for docname in notebook_docnames(app.env):
         nb = _reader_notebook(app, docname)
         if nb is not None:
+            text = notebooks[notebook_name(docname)] = nbformat.writes(nb)
             target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
-            notebooks[notebook_name(docname)] = nbformat.writes(nb)
-            target.write_text(notebooks[notebook_name(docname)], encoding="utf-8")
+            target.write_text(text, encoding="utf-8")
     write_archive(Path(app.outdir) / ARCHIVE, notebooks, Path(app.srcdir))
 
 

@@ -1,8 +1,7 @@
-"""The reader's path, made from the pages at build time: under a chapter's title a plan
-line (level, reading time with shown code at 100 words a minute and prose at 200, since
-code is read more slowly, interactive figures, exercises, notebook); after "You are done
-when", a "Mark this chapter done" button (engine-site.js keeps it in local storage);
-before the sources, the chapters whose "Before this chapter" links this one."""
+"""The reader's path: under a chapter's title a plan line (level, reading time, interactive
+figures, exercises, notebook); after "You are done when", a "Mark this chapter done" button
+(engine-site.js keeps it in local storage); before the sources, the chapters whose "Before
+this chapter" links this one."""
 
 import math
 import posixpath
@@ -18,16 +17,14 @@ from myst_reader import fences, prose_words
 from report import figures
 
 LEVELS = ("introductory", "intermediate", "advanced")
-PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100
+PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100  # code is read more slowly
 BEFORE, DONE_WHEN, SOURCES = "Before this chapter", "You are done when", "Sources"
-KEY = "reader_path_before"  # env: {docname: [docnames its "Before this chapter" links]}
+KEY = "reader_path_before"  # env: {docname: [(reftype, target) its "Before this chapter" links]}
 
 
 def _section(doctree, title):
-    for section in doctree.findall(nodes.section):
-        if section.children and section[0].astext().strip() == title:
-            return section
-    return None
+    return next((section for section in doctree.findall(nodes.section)
+                 if section.children and section[0].astext().strip() == title), None)
 
 
 def note_prerequisites(app, doctree):
@@ -56,18 +53,17 @@ def linked_pages(env, docname):
 
 
 def code_words(doctree):
-    """Words of the code the page shows: listings and code-cell sources, not outputs."""
-    def unread(node):  # an output, or the code of a cell the page does not show
-        parent = node.parent
-        while parent is not None:
-            classes = parent.get("classes", [])
-            if "cell_output" in classes or {"tag_remove-input", "tag_remove-cell"} & set(classes):
+    """Words of the code the page shows: listings and code-cell sources (myst-nb leaves
+    out those it removes), not outputs."""
+    def in_output(node):
+        while node is not None:
+            if "cell_output" in node.get("classes", []):
                 return True
-            parent = parent.parent
+            node = node.parent
         return False
 
     return sum(len(block.astext().split()) for block in doctree.findall(nodes.literal_block)
-               if not unread(block))
+               if not in_output(block))
 
 
 def reading_minutes(prose, code):
@@ -137,10 +133,10 @@ class ReaderPath(SphinxPostTransform):
     """The plan line, the button and what the chapter unlocks, once every page is read
     (the last needs the other chapters' sections) and before links are resolved."""
     default_priority = 8
+    formats = ("html",)
 
     def run(self, **kwargs):
-        if self.app.builder.format == "html":
-            add_path(self.app, self.document, self.env.docname)
+        add_path(self.app, self.document, self.env.docname)
 
 
 def add_path(app, doctree, docname):
