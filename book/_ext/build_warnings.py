@@ -29,7 +29,7 @@ def warn_pages_missing_from_toc(app):
     if app.config.external_toc_exclude_missing:  # else the build reads them, and Sphinx warns
         for path in pages_missing_from_toc(app.srcdir):
             logger.warning("this page is not in _toc.yml, so the book leaves it out: list "
-                             "it in _toc.yml (or delete it)", location=f"{path}:1")
+                           "it in _toc.yml (or delete it)", location=f"{path}:1")
 
 
 _OBJECT_REPR = re.compile(r"^<(Figure size |matplotlib\.|[\w.]+ object at 0x)")
@@ -91,7 +91,7 @@ def check_outputs(app, env):
             memo[docname] = (key, chapter_problems(app, docname))
         for line, message, subtype in memo[docname][1]:
             logger.warning(message, location=(docname, line or None), type="engine",
-                             subtype=subtype)
+                           subtype=subtype)
 
 
 def note_data_files(app, docname, source):
@@ -99,19 +99,14 @@ def note_data_files(app, docname, source):
     for path in data_files(app.env.doc2path(docname), source[0]):
         if not path.is_file():
             logger.warning(f"data file {path} (named in the front matter's data_files) "
-                             "does not exist", location=(docname, 1), type="engine",
-                             subtype="data_files")
+                           "does not exist", location=(docname, 1), type="engine",
+                           subtype="data_files")
         app.env.note_dependency(str(path))  # for the page being read: `docname`
-
-
-def purge(app, env, docname):
-    env.__dict__.get(CHECK_KEY, {}).pop(docname, None)
 
 
 def setup(app):
     app.connect("builder-inited", warn_pages_missing_from_toc)
     app.connect("source-read", check_cell_options)
     app.connect("source-read", note_data_files)
-    app.connect("env-purge-doc", purge)
     app.connect("env-updated", check_outputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
