@@ -1,14 +1,13 @@
-"""The whole book as one PDF, printed from the built site by the Chromium the browser tests use.
+"""The whole book as one PDF, printed from the built site by Debian's headless Chromium.
 
     .venv/bin/python book/_ext/book_pdf.py          (the README's PDF command)
 
-It builds the site (the README's build command: after a build, nothing runs again), joins
-the articles of its pages in the book's order into one page (`_build/pdf/book.html`), loads that in headless Chromium (Debian's
-`/usr/bin/chromium`, driven by Playwright), waits for MathJax, prepares it for paper (every
-folded block open, each chapter's solutions moved to its end, the players' buttons hidden)
-and prints it to A4 as `_build/pdf/book.pdf`. Then it copies the PDF into the site and
-links it from the intro; a site build that finds the PDF does the same (`setup`), so a site
-carries the link exactly when it carries the file. tests/test_pdf.py checks both.
+It builds the site (after a build, nothing runs again), joins the articles of its pages in
+the book's order into `_build/pdf/book.html`, with the print style and a `beforeprint`
+handler that opens every folded block, moves each chapter's solutions to its end and hides
+the players' buttons, and prints that to A4 as `_build/pdf/book.pdf`. Then it copies the PDF
+into the site and links it from the intro, as a site build that finds the PDF does (`setup`):
+a site carries the link exactly when it carries the file. tests/test_pdf.py checks both.
 """
 
 import os
@@ -22,50 +21,50 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HTML, PDF = ROOT / "_build" / "html", ROOT / "_build" / "pdf" / "book.pdf"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--no-pdf-header-footer", "--disable-pdf-tagging",
+                 "--virtual-time-budget=600000"]  # virtual ms for MathJax to typeset first
 ARTICLE = re.compile(r'<article class="bd-article">.*?</article>', re.S)
 BOOK_TOC = re.compile(r'<p aria-level="2" class="caption".*?(?=\s*</div>\s*</nav>)', re.S)  # sidebar's
 PAGE_TOC = re.compile(r'<nav aria-label="Page">.*?</nav>', re.S)  # the printed contents
+SOLUTION = re.compile(r'<div class="solution\b')
 
-# Run in the page before printing.
-PREPARE_FOR_PAPER = r"""() => {
-  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
-  document.querySelectorAll('details').forEach(d => { d.open = true; });
-  document.querySelectorAll('.toggle-button').forEach(b => b.remove());
-  document.querySelectorAll('div.animation .anim-buttons, div.animation .anim-state,'
-      + ' div.animation input.anim-slider').forEach(e => e.style.display = 'none');
-  const chapters = Array.from(document.querySelectorAll('article.bd-article'));
-  let moved = 0;
-  chapters.forEach(chapter => {
-    const solutions = Array.from(chapter.querySelectorAll('div.solution'));
-    if (!solutions.length) return;
-    const end = document.createElement('section');
-    end.className = 'pdf-solutions';
-    const title = document.createElement('h3');
-    title.textContent = 'Solutions to the exercises of this chapter';
-    end.appendChild(title);
-    solutions.forEach(s => { end.appendChild(s); moved += 1; });
-    chapter.appendChild(end);
-  });
-  return {chapters: chapters.length, solutions: moved};
-}"""
-
-PRINT_CSS = """
-@page { size: A4; margin: 16mm 14mm 18mm 14mm; }
+PAPER = """<style>
+* { animation: none !important; }  /* opened blocks print at once, not fading in */
+@page { size: A4; margin: 16mm 14mm 18mm 14mm;
+  @bottom-center { content: counter(page) " / " counter(pages); font-size: 8px; } }
 article.bd-article + article.bd-article, .pdf-solutions { break-before: page; }
 div.math mjx-container, .pst-scrollable-table-container { overflow: visible !important; }
 div.math mjx-container[display="true"] { max-width: 100%; }
 figure, .cell_output img, div.solution, .proof, .theorem, .definition { break-inside: avoid; }
 a.headerlink { display: none !important; }
 #jb-print-toc nav ul { display: block; }
+div.animation :is(.anim-buttons, .anim-state, input.anim-slider) { display: none; }
+</style>
+<script>
+addEventListener("beforeprint", () => {
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  document.querySelectorAll('.toggle-button').forEach(b => b.remove());
+  document.querySelectorAll('article.bd-article').forEach(chapter => {
+    const solutions = chapter.querySelectorAll('div.solution');
+    if (!solutions.length) return;
+    const end = document.createElement('section');
+    end.className = 'pdf-solutions';
+    end.innerHTML = '<h3>Solutions to the exercises of this chapter</h3>';
+    end.append(...solutions);
+    chapter.append(end);
+  });
+});
+</script>
 """
 
 
 def one_page(html=HTML, out=PDF.with_suffix(".html"), root=ROOT):
-    """The site's pages joined in the book's order: the intro's page, its contents the
-    book's, its article replaced by every page's; links between pages become links inside
-    it, and `../_static` and `../_images` lead into the site."""
+    """The site's pages joined in the book's order into the intro's page, its contents the
+    book's; links between pages lead inside it, `../_static` and `../_images` into the site.
+    Returns (page, chapters, solutions)."""
     from book_config import toc_docnames
 
     docnames = toc_docnames(root)
@@ -78,40 +77,27 @@ def one_page(html=HTML, out=PDF.with_suffix(".html"), root=ROOT):
     text = ARTICLE.sub(lambda _: "\n".join(articles), PAGE_TOC.sub(lambda _: book_toc, intro, 1), 1)
     text = re.sub(r'href="([\w-]+\.html)(#[^"]*)?"', lambda m: f'href="{m[2] or first_id[m[1]]}"'
                   if m[1] in first_id else m[0], text)
+    text = re.sub(r'(["(])\.\./_', r"\1../html/_", LINK_TO_PDF.sub("", text))  # a link to itself
+    text = text.replace("</head>", PAPER + "</head>", 1)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(re.sub(r'(["(])\.\./_', r"\1../html/_", text), encoding="utf-8")
-    return out
+    out.write_text(text, encoding="utf-8")
+    return out, len(articles), sum(len(SOLUTION.findall(a)) for a in articles)
 
 
 def print_pdf(page, out=PDF):
-    from playwright.sync_api import sync_playwright
-
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1000, "height": 1400})
-        tab.goto(page.as_uri(), wait_until="load", timeout=120000)
-        tab.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                              timeout=300000)
-        tab.evaluate("async () => { await window.MathJax.startup.promise; }")
-        tab.emulate_media(media="print")
-        summary = tab.evaluate(PREPARE_FOR_PAPER)
-        tab.add_style_tag(content=PRINT_CSS)
-        tab.wait_for_timeout(300)
-        tab.pdf(path=str(out), format="A4", print_background=True, display_header_footer=True,
-                header_template="<span></span>",
-                footer_template='<div style="font-size:8px;width:100%;text-align:center">'
-                '<span class="pageNumber"></span> / <span class="totalPages"></span></div>',
-                margin={"top": "16mm", "bottom": "18mm", "left": "14mm", "right": "14mm"})
-        browser.close()
-    return summary
+    done = subprocess.run([str(CHROMIUM), *CHROMIUM_ARGS, f"--print-to-pdf={out}", page.as_uri()],
+                          capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit("Chromium could not print the book:\n" + done.stderr[-3000:])
 
 
 # -- the site carries the PDF -------------------------------------------------------------
 
 PDF_LINK = ('<p class="eng-pdf-link">This copy of the site carries it: '
             '<a class="reference external" href="../book.pdf">book.pdf</a> ({size}).</p>')
+LINK_TO_PDF = re.compile(r'\n?<p class="eng-pdf-link">.*?</p>', re.S)
 _PDF_PARAGRAPH = re.compile(r"<p>[^<]*\bas one PDF\b.*?</p>", re.S)
 
 
@@ -124,8 +110,7 @@ def link_pdf(html, pdf):
     if not pdf.is_file() or not intro.is_file():
         return False
     _replace(html / "book.pdf", lambda part: shutil.copyfile(pdf, part))  # before its link
-    text = re.sub(r'\n?<p class="eng-pdf-link">.*?</p>', "", intro.read_text(encoding="utf-8"),
-                  flags=re.S)
+    text = LINK_TO_PDF.sub("", intro.read_text(encoding="utf-8"))
     paragraph = _PDF_PARAGRAPH.search(text)
     if paragraph is None:
         return False
@@ -160,10 +145,11 @@ def main():
     if build.returncode != 0:
         raise SystemExit("the site's build failed:\n" + (build.stdout + build.stderr)[-4000:])
     built = time.monotonic()
-    summary = print_pdf(one_page())
-    print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, {summary['chapters']} "
-          f"pages of the book, {summary['solutions']} solutions at chapter ends (site build "
-          f"{built - start:.0f} s, printing {time.monotonic() - built:.0f} s)")
+    page, chapters, solutions = one_page()
+    print_pdf(page)
+    print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, {chapters} pages of the "
+          f"book, {solutions} solutions at chapter ends (site build {built - start:.0f} s, "
+          f"printing {time.monotonic() - built:.0f} s)")
     if link_pdf(HTML, PDF):
         print("_build/html: the intro links book.pdf")
 

@@ -1,11 +1,11 @@
-"""The build's checks, each mistake a warning at `<file>:<line>` so that `-W` fails:
-cell options that do not read (the page is then read without them), pages missing from
-`_toc.yml`, missing `data_files:`, and executed outputs that break the verifier's rules
-(output_rules.py), checked at `env-updated`, which every build emits, so an unchanged
-unverified chapter fails the next build too."""
+"""The build's checks, each mistake a warning at `<file>:<line>` so that `-W` fails: cell
+options that do not read, pages missing from `_toc.yml`, missing `data_files:`, and executed
+outputs that break the verifier's rules (output_rules.py)."""
 
 import re
 from pathlib import Path
+
+from sphinx.util import logging
 
 from book_config import data_files, is_notebook, notebook_docnames, pages_missing_from_toc
 from myst_reader import code_cells, comment_out_bad_options
@@ -13,35 +13,30 @@ from engine_cache import page_run
 from output_rules import cell_output, check_cell, check_glue, joined
 
 CHECK_KEY = "engine_report_checks"  # {docname: (key, problems)}, see check_outputs
-
-
-def logger():
-    from sphinx.util import logging
-
-    return logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 
 def check_cell_options(app, docname, source):
-    """source-read: a warning at the line of each cell whose options do not read."""
+    """source-read: a warning at each cell whose options do not read; the page is read
+    without them."""
     if str(app.env.doc2path(docname)).endswith(".md") and is_notebook(source[0]):
         source[0], problems = comment_out_bad_options(source[0], app.srcdir)
         for line, what in problems:
-            logger().warning(what, location=(docname, line))
+            logger.warning(what, location=(docname, line))
 
 
 def warn_pages_missing_from_toc(app):
     if app.config.external_toc_exclude_missing:  # else the build reads them, and Sphinx warns
         for path in pages_missing_from_toc(app.srcdir):
-            logger().warning("this page is not in _toc.yml, so the book leaves it out: list "
-                             "it in _toc.yml (or delete it)", location=f"{path}:1")
+            logger.warning("this page is not in _toc.yml, so the book leaves it out: list "
+                           "it in _toc.yml (or delete it)", location=f"{path}:1")
 
 
 _OBJECT_REPR = re.compile(r"^<(Figure size |matplotlib\.|[\w.]+ object at 0x)")
 
 
 def textless_figures(nb, glue):
-    """[(cell index or None, what)] for figures that reach the page as a repr, no image
-    (after `matplotlib.use("Agg")` took IPython's image formatter away)."""
+    """[(cell index or None, what)] for figures that reach the page as a repr, no image."""
     found = []
     outputs = [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code"
                for o in c.get("outputs", []) if o.get("output_type") == "display_data"]
@@ -87,36 +82,31 @@ def chapter_problems(app, docname):
 
 
 def check_outputs(app, env):
-    """env-updated: a warning at the cell's fence line for every unverified output (kept
-    with the chapter's read time, so an unchanged rebuild opens no notebook)."""
+    """env-updated, which every build emits: so an unchanged unverified chapter fails the
+    next build too. Kept with the chapter's read time: an unchanged rebuild opens no notebook."""
     memo = env.__dict__.setdefault(CHECK_KEY, {})
     for docname in notebook_docnames(env):
         key = (env.all_docs.get(docname), str(app.config.nb_execution_cache_path))
         if docname not in memo or memo[docname][0] != key:
             memo[docname] = (key, chapter_problems(app, docname))
         for line, message, subtype in memo[docname][1]:
-            logger().warning(message, location=(docname, line or None), type="engine",
-                             subtype=subtype)
+            logger.warning(message, location=(docname, line or None), type="engine",
+                           subtype=subtype)
 
 
 def note_data_files(app, docname, source):
     """source-read: the page depends on the data files its front matter names."""
     for path in data_files(app.env.doc2path(docname), source[0]):
         if not path.is_file():
-            logger().warning(f"data file {path} (named in the front matter's data_files) "
-                             "does not exist", location=(docname, 1), type="engine",
-                             subtype="data_files")
+            logger.warning(f"data file {path} (named in the front matter's data_files) "
+                           "does not exist", location=(docname, 1), type="engine",
+                           subtype="data_files")
         app.env.note_dependency(str(path))  # for the page being read: `docname`
-
-
-def purge(app, env, docname):
-    env.__dict__.get(CHECK_KEY, {}).pop(docname, None)
 
 
 def setup(app):
     app.connect("builder-inited", warn_pages_missing_from_toc)
     app.connect("source-read", check_cell_options)
     app.connect("source-read", note_data_files)
-    app.connect("env-purge-doc", purge)
     app.connect("env-updated", check_outputs)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

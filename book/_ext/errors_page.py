@@ -1,6 +1,5 @@
-"""The page "Errors you may meet": its ```{errors-you-may-meet}``` block becomes Markdown
-made by RUNNING every case of book/error_cases.py on the installed engine, read again on
-every build since the engine may change while the page does not (tests/test_errors.py
+"""The page "Errors you may meet": the directive ```{errors-you-may-meet}``` becomes what
+every case of book/error_cases.py does when run on the installed engine (tests/test_errors.py
 pins what it says)."""
 
 import importlib.util
@@ -8,7 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-MARKER = "```{errors-you-may-meet}\n```"
+from report import MarkdownDirective
+
 WIDTH = 76  # output lines are wrapped to this many characters, so nothing scrolls
 NOT_IN_REF = str.maketrans("", "", "`<>")  # a {ref}'s text holds no backticks or brackets
 
@@ -86,7 +86,7 @@ def label(case):
 
 
 def page_markdown(root):
-    """The Markdown that replaces the marker: per section, a table of its cases, then each case."""
+    """Per section, a table of its cases, then each case."""
     E = load_cases(root)
     outcomes = {case.id: E.run(case) for case in E.CASES}
     body = []
@@ -102,10 +102,12 @@ def page_markdown(root):
     return "\n".join(body)
 
 
-def setup(app):
-    from report import GeneratedBlock
+class ErrorsYouMayMeet(MarkdownDirective):
+    def markdown(self):
+        self.env.note_reread()  # the engine may change while the page does not
+        return page_markdown(Path(self.env.srcdir))
 
-    # read on every build: the engine may change while the page does not
-    GeneratedBlock(app, "engine_errors_docs", MARKER,
-                   lambda app: page_markdown(Path(app.srcdir)), lambda *changes: True)
+
+def setup(app):
+    app.add_directive("errors-you-may-meet", ErrorsYouMayMeet)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,10 @@
-"""The execution report (book/report.md says what each column means): its
-```{execution-report}``` block becomes a MyST table when the page is read, from the runs
-engine_cache.py stored before any page is read."""
+"""The execution report (book/report.md says what each column means): the directive
+```{execution-report}``` becomes a table of the runs engine_cache.py stored."""
 
 import ast
 from pathlib import Path
+
+from sphinx.util.docutils import SphinxDirective
 
 from book_config import chapter_paths
 from build_warnings import cell_failures
@@ -11,7 +12,6 @@ from myst_reader import code_cells, prose_words
 from engine_cache import page_run
 from output_rules import STOPPING_ERRORS, is_interactive
 
-MARKER = "```{execution-report}\n```"
 COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
            "Run time (s)", "Status", "Engine modules (engine.*)"]
 
@@ -51,23 +51,23 @@ def engine_modules(nb, root):
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names if a.name.split(".")[0] == "engine"}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "engine":
+            elif not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            elif node.module == "engine":
                 for alias in node.names:
                     module = (Path(root) / "engine" / f"{alias.name}.py").exists()
                     found.add(f"engine.{alias.name}" if module else exports.get(alias.name, "engine"))
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and (
-                    node.module.split(".")[0] == "engine"):
+            elif node.module.split(".")[0] == "engine":
                 found.add(node.module)
     return sorted(found)
 
 
-def status_of(stopped, unverified, checked):
-    """What the chapter's outputs mean for the build, in words."""
-    if stopped:
+def status_of(row):
+    if row["stopped"]:
         return "execution failed"
-    if unverified:
-        return f"fails the build: {unverified} unverified"
-    return "nothing printed" if checked == 0 else "verified"
+    if row["unverified"]:
+        return f"fails the build: {row['unverified']} unverified"
+    return "nothing printed" if row["checked"] == 0 else "verified"
 
 
 def chapter_numbers(app, docname, root):
@@ -105,7 +105,7 @@ def _table_row(cells):
 
 
 def report_markdown(app):
-    """The table that replaces the marker: a row per chapter, then the totals."""
+    """The report as a MyST table: a row per chapter, then the totals."""
     root = Path(app.srcdir)
     lines = ["```{table}", ":class: engine-report", ":widths: auto", "", _table_row(COLUMNS),
              _table_row(["---"] * len(COLUMNS))]
@@ -120,54 +120,34 @@ def report_markdown(app):
         chapters += 1
         for key in total:
             total[key] += row[key] or 0
-        status = status_of(row["stopped"], row["unverified"], row["checked"])
         modules = ", ".join(f"`{m.split('.', 1)[-1]}`" for m in row["modules"]) or "-"
-        lines.append(_table_row([f"{{doc}}`/{docname}`", *_columns(row), status, modules]))
+        lines.append(_table_row([f"{{doc}}`/{docname}`", *_columns(row), status_of(row), modules]))
     lines.append(_table_row([f"**{chapters} chapters**", *_columns(total), "", ""]))
     return "\n".join(lines + ["```"])
 
 
-class GeneratedBlock:
-    """A block that becomes the Markdown `make(app)` returns when its page is read (here
-    and on the errors page); the pages holding it are read again when
-    `stale(env, added, changed, removed, pages)` says so."""
+class MarkdownDirective(SphinxDirective):
+    """A directive that becomes the MyST Markdown `markdown()` makes, rendered into the page
+    as myst's {include} renders a file, headings and labels too (here and errors_page.py)."""
 
-    def __init__(self, app, key, marker, make, stale):
-        self.key, self.marker, self.make, self.stale = key, marker, make, stale  # key: in env
-        app.connect("source-read", self.fill)
-        app.connect("env-get-outdated", self.outdated)
-        app.connect("env-purge-doc", self.purge)
-        app.connect("env-merge-info", self.merge)
+    def markdown(self) -> str:
+        raise NotImplementedError
 
-    def pages(self, env) -> set:
-        return env.__dict__.setdefault(self.key, set())
-
-    def fill(self, app, docname, source):
-        if self.marker in source[0]:
-            self.pages(app.env).add(docname)
-            source[0] = source[0].replace(self.marker, self.make(app))
-
-    def outdated(self, app, env, added, changed, removed):
-        if not self.stale(env, added, changed, removed, self.pages(env)):
-            return []
-        return sorted(d for d in self.pages(env) if d in env.found_docs and d not in removed)
-
-    def purge(self, app, env, docname):
-        self.pages(env).discard(docname)
-
-    def merge(self, app, env, docnames, other):
-        self.pages(env).update(self.pages(other))
+    def run(self):
+        self.state._renderer.nested_render_text(self.markdown(), self.lineno)
+        return []
 
 
-def chapters_changed(env, added, changed, removed, pages):
-    """A chapter (a notebook, or a page not read before) was added, changed or removed:
-    the report's numbers come from them."""
-    chapters = {d for d in changed if "kernelspec" in env.metadata.get(d, {"kernelspec": 1})}
-    return bool((set(added) | set(removed) | chapters) - pages)
+class ExecutionReport(MarkdownDirective):
+    def markdown(self):
+        root = Path(self.env.srcdir)
+        # read again when a chapter or the book's contents change: the numbers are theirs
+        for path in [root / "_toc.yml", *chapter_paths(root)]:
+            self.env.note_dependency(str(path))
+        return report_markdown(self.env.app)
 
 
 def setup(app):
     app.setup_extension("build_warnings")  # the warnings for what the report shows
-    GeneratedBlock(app, "engine_report_docs", MARKER, report_markdown, chapters_changed)
-    # version 2: the table is Markdown now; a build read with a node of version 1 starts afresh
-    return {"parallel_read_safe": True, "parallel_write_safe": True, "env_version": 2}
+    app.add_directive("execution-report", ExecutionReport)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
