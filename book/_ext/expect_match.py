@@ -13,15 +13,11 @@ import difflib
 import math
 import re
 
-_SPACE = re.compile(r"\s+")
-_AFTER_OPEN = re.compile(r"([\[(]) ")
-_BEFORE_CLOSE = re.compile(r" ([\])])")
-
 
 def normalize(text: str) -> str:
     """`[5.5 1.  4. ]` -> `[5.5 1. 4.]`, `[ 1. -2.]` -> `[1. -2.]`; digits are never touched."""
-    text = _SPACE.sub(" ", text.strip())
-    return _BEFORE_CLOSE.sub(r"\1", _AFTER_OPEN.sub(r"\1", text))
+    text = re.sub(r"\s+", " ", text.strip())
+    return re.sub(r" ([\])])", r"\1", re.sub(r"([\[(]) ", r"\1", text))
 
 
 # A number: optional sign, digits with an optional point (`1.`, `.5`, `2.50`), an
@@ -154,16 +150,11 @@ def indent(text: str, prefix="    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
 def canonical_expectation(text: str) -> str:
     """The text update mode stores: lines right-stripped, no blank lines at the ends."""
     text = "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
     return text + "\n" if text else ""
-
-
