@@ -43,7 +43,7 @@ def tokenize_expected(text: str):
     """Like tokenize, for an expectation: (texts, numbers, noisy flags), `~` marks removed."""
     texts, numbers = tokenize(text)
     noisy = [before.endswith(NOISY) for before in texts[:-1]]
-    texts = [t[:-1] if i < len(noisy) and noisy[i] else t for i, t in enumerate(texts)]
+    texts = [t[:-1] if mark else t for t, mark in zip(texts, noisy + [False])]
     return texts, numbers, noisy
 
 
@@ -51,13 +51,10 @@ def carry_marks(old_expected: str, new_text: str) -> str:
     """`new_text` with a `~` before each number whose counterpart in `old_expected` had one
     (none if the count of numbers changed: the marks cannot be matched then)."""
     _, old_numbers, noisy = tokenize_expected(old_expected)
-    matches = list(NUMBER.finditer(new_text))
-    if not any(noisy) or len(matches) != len(old_numbers):
+    if not any(noisy) or len(NUMBER.findall(new_text)) != len(old_numbers):
         return new_text
-    for match, mark in reversed(list(zip(matches, noisy))):
-        if mark:
-            new_text = new_text[: match.start()] + NOISY + new_text[match.start():]
-    return new_text
+    marks = iter(noisy)
+    return NUMBER.sub(lambda number: NOISY + number[0] if next(marks) else number[0], new_text)
 
 
 class ToleranceError(ValueError):
