@@ -262,7 +262,8 @@ def test_bad_options_name_their_line(options, marker, words, tmp_path):
     assert words in error.value.what
     assert str(error.value).startswith(f"{path}:{error.value.line}: ")
     # the build comments the options out, keeping every line where it was
-    fixed = myst_reader.comment_out_options(text, error.value.line)
+    fixed, problems = myst_reader.comment_out_bad_options(text)
+    assert problems == [(error.value.line, error.value.what)]
     assert len(fixed.splitlines()) == len(text.splitlines())
     chapter = myst_reader.read_chapter(path, verifier.ROOT, text=fixed)
     assert [c.source for c in chapter.cells] == ["print(1)", "print(2)"]

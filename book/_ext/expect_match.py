@@ -13,15 +13,11 @@ import difflib
 import math
 import re
 
-_SPACE = re.compile(r"\s+")
-_AFTER_OPEN = re.compile(r"([\[(]) ")
-_BEFORE_CLOSE = re.compile(r" ([\])])")
-
 
 def normalize(text: str) -> str:
     """`[5.5 1.  4. ]` -> `[5.5 1. 4.]`, `[ 1. -2.]` -> `[1. -2.]`; digits are never touched."""
-    text = _SPACE.sub(" ", text.strip())
-    return _BEFORE_CLOSE.sub(r"\1", _AFTER_OPEN.sub(r"\1", text))
+    text = re.sub(r"\s+", " ", text.strip())
+    return re.sub(r" ([\])])", r"\1", re.sub(r"([\[(]) ", r"\1", text))
 
 
 # A number: optional sign, digits with an optional point (`1.`, `.5`, `2.50`), an
@@ -47,7 +43,7 @@ def tokenize_expected(text: str):
     """Like tokenize, for an expectation: (texts, numbers, noisy flags), `~` marks removed."""
     texts, numbers = tokenize(text)
     noisy = [before.endswith(NOISY) for before in texts[:-1]]
-    texts = [t[:-1] if i < len(noisy) and noisy[i] else t for i, t in enumerate(texts)]
+    texts = [t[:-1] if mark else t for t, mark in zip(texts, noisy + [False])]
     return texts, numbers, noisy
 
 
@@ -55,13 +51,10 @@ def carry_marks(old_expected: str, new_text: str) -> str:
     """`new_text` with a `~` before each number whose counterpart in `old_expected` had one
     (none if the count of numbers changed: the marks cannot be matched then)."""
     _, old_numbers, noisy = tokenize_expected(old_expected)
-    matches = list(NUMBER.finditer(new_text))
-    if not any(noisy) or len(matches) != len(old_numbers):
+    if not any(noisy) or len(NUMBER.findall(new_text)) != len(old_numbers):
         return new_text
-    for match, mark in reversed(list(zip(matches, noisy))):
-        if mark:
-            new_text = new_text[: match.start()] + NOISY + new_text[match.start():]
-    return new_text
+    marks = iter(noisy)
+    return NUMBER.sub(lambda number: NOISY + number[0] if next(marks) else number[0], new_text)
 
 
 class ToleranceError(ValueError):
@@ -154,16 +147,11 @@ def indent(text: str, prefix="    ") -> str:
     return "\n".join(prefix + line for line in text.splitlines())
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
 def strip_ansi(text: str) -> str:
-    return _ANSI.sub("", text)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
 def canonical_expectation(text: str) -> str:
     """The text update mode stores: lines right-stripped, no blank lines at the ends."""
     text = "\n".join(line.rstrip() for line in text.splitlines()).strip("\n")
     return text + "\n" if text else ""
-
-

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from book_config import ROOT
-from myst_reader import Chapter, options_block, read_chapter
+from myst_reader import Chapter, options_block, read_chapter, same_line_ends
 from expect_match import canonical_expectation
 
 
@@ -23,9 +23,9 @@ def _block_indent(lines: list[str], start: int, end: int) -> str:
     return " " * min((len(line) - len(line.lstrip(" ")) for line in body), default=0)
 
 
-def _expect_key_span(lines: list[str], start: int, end: int):
-    """(first, stop) of the `expect:` key and its value lines inside a YAML block."""
-    pad = _block_indent(lines, start, end)
+def _expect_key_span(lines: list[str], start: int, end: int, pad: str):
+    """(first, stop) of the `expect:` key and its value lines inside a YAML block, or
+    (end, end), where a new one goes."""
     for i in range(start + 1, end):
         if re.match(rf"^{pad}expect\s*:", lines[i]):
             stop = i + 1
@@ -36,15 +36,12 @@ def _expect_key_span(lines: list[str], start: int, end: int):
             while stop > i + 1 and not lines[stop - 1].strip():
                 stop -= 1  # trailing blank lines belong to the block around, not the value
             return i, stop
-    return None
+    return end, end
 
 
 def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
-    """Set the `expect:` of the cells whose fences are at these 1-based lines: `fences`
-    maps each to the new text, or to None to delete the option (a `---` block is added
-    to a cell without options, and an emptied one removed)."""
-    newline = "\r\n" if "\r\n" in text else "\n"
-    ends_with_newline = text.endswith(("\n", "\r"))
+    """Set the `expect:` of the cells fenced at these 1-based lines to the new text, or
+    delete it for None (adding a `---` block where needed, removing an emptied one)."""
     lines = text.splitlines()
     # rewrite from the bottom up so earlier line numbers stay valid
     for fence_line in sorted(fences, reverse=True):
@@ -53,32 +50,26 @@ def rewrite_expectations(text: str, fences: dict[int, str | None]) -> str:
         block = options_block(lines, fence)
         if block is not None and block[0] == "yaml" and block[2] is not None:
             _, start, end = block
-            span = _expect_key_span(lines, start, end)
             pad = _block_indent(lines, start, end)
-            replacement = expect_block_lines(new, pad) if new is not None else []
-            if span is not None:
-                lines[span[0] : span[1]] = replacement
-            else:
-                lines[end:end] = replacement
+            first, stop = _expect_key_span(lines, start, end, pad)
+            lines[first:stop] = expect_block_lines(new, pad) if new is not None else []
             _, start, end = options_block(lines, fence)
             if end == start + 1:  # the block is now empty: remove it
                 del lines[start : end + 1]
         elif new is None:
             continue
         elif block is not None and block[0] == "colon":
-            raise ValueError(
-                f"line {fence_line}: this cell's options are `:key: value` lines, which "
-                "cannot hold a multi-line expect:; turn them into a `---` YAML block first"
-            )
+            raise ValueError(f"line {fence_line}: this cell's options are `:key: value` lines, "
+                             "which cannot hold a multi-line expect:; turn them into a `---` "
+                             "YAML block first")
         else:
             lines[fence + 1 : fence + 1] = ["---"] + expect_block_lines(new) + ["---"]
-    result = newline.join(lines)
-    return result + newline if ends_with_newline else result
+    return same_line_ends(text, lines)
 
 
 def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) -> str:
-    """The chapter's text with these cells' (by fence line) expect: rewritten, checked by
-    reading it back: those cells carry the new text, and no source or other option moved."""
+    """The chapter's text with these cells' `expect:` rewritten, read back to check that
+    only those options moved."""
     new_text = rewrite_expectations(chapter.text, updates)
     again = read_chapter(chapter.path, root, text=new_text)
     if len(again.cells) != len(chapter.cells):
@@ -90,8 +81,6 @@ def updated_text(chapter: Chapter, updates: dict[int, str | None], root=ROOT) ->
             if updates[old.line] is not None:
                 want["expect"] = canonical_expectation(updates[old.line])
         if new.source != old.source or new.options != want:
-            raise ValueError(
-                f"{chapter.path}:{old.line}: rewritten expect: does not read back as written "
-                f"(wanted {want!r}, myst-nb read {new.options!r})"
-            )
+            raise ValueError(f"{chapter.path}:{old.line}: rewritten expect: does not read back "
+                             f"as written (wanted {want!r}, myst-nb read {new.options!r})")
     return new_text

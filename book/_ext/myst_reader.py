@@ -1,7 +1,5 @@
-"""The MyST reader: a chapter's fenced blocks (`fences`), code cells and their options
-(`read_chapter`, `options_block`, `options_problem`: the line to fix when they do not read)
-and roles (`roles`, `glue_uses`), on myst-parser's own markdown-it tokens under the book's
-MyST settings, as myst-nb reads them."""
+"""The MyST reader: a chapter's fenced blocks, code cells and their options, and roles, on
+myst-parser's own markdown-it tokens under the book's MyST settings, as myst-nb reads them."""
 
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ def markdown_parser(root: Path):
 
 
 class _AnyDirective:
-    """What myst-parser needs to read a directive's options: any option, as its text."""
+    """Any option, as its text."""
     option_spec = collections.defaultdict(lambda: unchanged, any=unchanged)  # not empty: read
     required_arguments = optional_arguments = 0
     has_content = True
@@ -56,25 +54,34 @@ class Fence:
         return dict(result.options), list(result.body)
 
 
-def fences(text: str, root=ROOT, first_line: int = 1, depth: int = 0):
-    """Every fenced block of `text`, in order, nested ones (in prose directives) too."""
+def _fence(token, first_line: int, depth: int) -> Fence:
     from myst_parser.parsers.directives import parse_directive_text
 
+    info = token.info.strip()
+    directive = re.match(r"^\{([^}]+)\}\s*(.*)$", info)
+    name, arg = directive.groups() if directive else (None, info)
+    fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1, name, arg,
+                  token.content, depth, token.level)
+    if fence.name is not None:
+        result = parse_directive_text(_AnyDirective, "", token.content)
+        fence.options, fence.body = dict(result.options), list(result.body)
+        fence.body_line = fence.line + 1 + result.body_offset
+    return fence
+
+
+def _tokens(text: str, root, first_line: int = 1, depth: int = 0):
+    """(markdown-it token, its text's first line, its Fence or None), prose directives too."""
     for token in markdown_parser(Path(root).resolve()).parse(text):
-        if token.type not in ("fence", "colon_fence") or not token.map:
-            continue
-        info = token.info.strip()
-        match = re.match(r"^\{([^}]+)\}\s*(.*)$", info)
-        fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1,
-                      match.group(1) if match else None, match.group(2) if match else info,
-                      token.content, depth, token.level)
-        if fence.name is not None:
-            result = parse_directive_text(_AnyDirective, "", token.content)
-            fence.options, fence.body = dict(result.options), list(result.body)
-            fence.body_line = fence.line + 1 + result.body_offset
-        yield fence
-        if fence.name is not None and fence.name not in NOT_PROSE:
-            yield from fences("\n".join(fence.body), root, fence.body_line, depth + 1)
+        is_fence = token.type in ("fence", "colon_fence") and token.map
+        fence = _fence(token, first_line, depth) if is_fence else None
+        yield token, first_line, fence
+        if fence is not None and fence.name is not None and fence.name not in NOT_PROSE:
+            yield from _tokens("\n".join(fence.body), root, fence.body_line, depth + 1)
+
+
+def fences(text: str, root=ROOT):
+    """Every fenced block of `text`, in order, nested ones (in prose directives) too."""
+    return (fence for _, _, fence in _tokens(text, root) if fence is not None)
 
 
 def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
@@ -85,8 +92,8 @@ def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
 
 def options_block(lines: list[str], fence: int, end: int | None = None):
     """Where the options of the block fenced at 0-based `fence` are, by myst-parser's rules:
-    ("yaml", first, close) for a `---` block (its two `---` lines; close None when never
-    closed), ("colon", first, stop) for `:key: value` lines, or None."""
+    ("yaml", first, close) for a `---` block (close None when never closed), ("colon",
+    first, stop) for `:key: value` lines, or None."""
     end = len(lines) if end is None else end
     first = fence + 1
     if first < end and lines[first].startswith("---"):
@@ -99,8 +106,8 @@ def options_block(lines: list[str], fence: int, end: int | None = None):
 
 
 def options_problem(lines: list[str], fence: Fence):
-    """(line, what) when this code cell's options do not read as a YAML mapping, else None:
-    myst-nb says "Code cell 2 at line 17 could not be read", this the line, in YAML's words."""
+    """(line, what) when the cell's options do not read as a YAML mapping, else None (myst-nb
+    says only "Code cell 2 at line 17 could not be read")."""
     import textwrap
 
     import yaml
@@ -135,30 +142,36 @@ def options_problem(lines: list[str], fence: Fence):
     return None
 
 
-def options_problems(text: str, root=ROOT):
-    """[(line, what)] for every code cell whose options do not read, in order."""
+def _options_problems(text: str, root):
+    """[(Fence, (line, what))] for every code cell whose options do not read, in order."""
     lines = text.splitlines()
-    found = (options_problem(lines, fence) for fence in code_cell_fences(text, root))
-    return [problem for problem in found if problem is not None]
+    return [(fence, problem) for fence in code_cell_fences(text, root)
+            if (problem := options_problem(lines, fence)) is not None]
 
 
-def comment_out_options(text: str, line: int, root=ROOT) -> str:
-    """`text` with the options of the cell whose problem is at `line` made YAML comments,
-    every line number unchanged: the build reads the cell with no options after warning,
-    so one bad cell does not hide the other problems `--keep-going` should list."""
+def same_line_ends(text: str, lines: list[str]) -> str:
+    """`lines` joined as `text` joins its own: its newline, a final one if it has one."""
     newline = "\r\n" if "\r\n" in text else "\n"
+    return newline.join(lines) + (newline if text.endswith(("\n", "\r")) else "")
+
+
+def comment_out_bad_options(text: str, root=ROOT):
+    """(text, [(line, what)]): `text` with the options of every code cell that does not
+    read made YAML comments, every line where it was, and what was wrong with each. The
+    build reads those cells with no options, so one bad cell hides no other problem."""
+    found = _options_problems(text, root)
+    if not found:
+        return text, []
     lines = text.splitlines()
-    fence = max((f for f in code_cell_fences(text, root) if f.line <= line),
-                key=lambda f: f.line)
-    kind, first, stop = options_block(lines, fence.line - 1, fence.end - 1)
-    if kind == "yaml":
-        # no closing `---`: myst reads the whole cell as options, so it all becomes comments
-        stop = fence.end - 1 if stop is None else stop
-        lines[first + 1:stop] = ["# " + ln for ln in lines[first + 1:stop]]
-    else:
-        lines[first:stop] = [":# " + ln.lstrip()[1:] for ln in lines[first:stop]]
-    result = newline.join(lines)
-    return result + newline if text.endswith(("\n", "\r")) else result
+    for fence, _ in found:
+        kind, first, stop = options_block(lines, fence.line - 1, fence.end - 1)
+        if kind == "yaml":
+            # never closed: myst reads the whole cell as options, so it all becomes comments
+            stop = fence.end - 1 if stop is None else stop
+            lines[first + 1:stop] = ["# " + line for line in lines[first + 1:stop]]
+        else:
+            lines[first:stop] = [":# " + line.lstrip()[1:] for line in lines[first:stop]]
+    return same_line_ends(text, lines), [problem for _, problem in found]
 
 
 @dataclasses.dataclass
@@ -198,15 +211,14 @@ class ChapterError(ValueError):
 
 
 def code_cells(nb) -> list[CodeCell]:
-    """A CodeCell for every code cell of a notebook myst-nb read (its `source_map`)."""
     source_map = nb.metadata.get("source_map") or []
     return [CodeCell(i, source_map[i] if i < len(source_map) else 0, c.source, dict(c.metadata))
             for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
 
 def read_chapter(path, root=ROOT, text=None) -> Chapter:
-    """The chapter at `path` as myst-nb reads it (source_map included); a cell whose
-    options do not read raises ChapterError naming its line."""
+    """The chapter at `path` as myst-nb reads it; options that do not read raise
+    ChapterError naming their line."""
     import yaml
     from myst_nb.core.read import MystMetadataParsingError, read_myst_markdown_notebook
 
@@ -216,10 +228,10 @@ def read_chapter(path, root=ROOT, text=None) -> Chapter:
         nb = read_myst_markdown_notebook(text, config=md_parser_config(root),
                                          add_source_map=True, path=str(path))
     except (MystMetadataParsingError, yaml.YAMLError) as error:
-        problems = options_problems(text, root)
+        problems = _options_problems(text, root)
         if not problems:
             raise
-        raise ChapterError(path, *problems[0], root) from error
+        raise ChapterError(path, *problems[0][1], root) from error
     return Chapter(path, text, nb, code_cells(nb))
 
 
@@ -230,21 +242,14 @@ class Role:
     line: int  # 1-based line of the chapter
 
 
-def prose_tokens(text: str, root=ROOT, first_line: int = 1):
-    """(markdown-it token, the text's first line) for the prose, prose directives too."""
-    for token in markdown_parser(Path(root).resolve()).parse(text):
-        yield token, first_line
-    for fence in fences(text, root, first_line):
-        if fence.depth == 0 and fence.name is not None and fence.name not in NOT_PROSE:
-            yield from prose_tokens("\n".join(fence.body), root, fence.body_line)
-
-
-def roles(text: str, root=ROOT, first_line: int = 1) -> list[Role]:
-    """Every role in the prose, with its line, in order."""
+def roles(text: str, root=ROOT) -> list[Role]:
+    """Every role in the prose (prose directives too), with its line, in order."""
     found = []
-    for token, first in prose_tokens(text, root, first_line):
-        line = first + token.map[0] if token.map else 0
-        for child in token.children or [] if token.type == "inline" and token.map else []:
+    for token, first, _ in _tokens(text, root):
+        if token.type != "inline" or not token.map:
+            continue
+        line = first + token.map[0]
+        for child in token.children or []:
             if child.type in ("softbreak", "hardbreak"):
                 line += 1
             elif child.type == "myst_role":
@@ -272,26 +277,18 @@ def glue_use(role: Role) -> GlueUse:
     return GlueUse(name, kind, spec, role.line)
 
 
-def glue_uses(text: str, root=ROOT, first_line: int = 1) -> list[GlueUse]:
-    """Every glue role in the prose (directive bodies too), with its line."""
-    return [glue_use(role) for role in roles(text, root, first_line) if role.name in GLUE_ROLES]
-
-
-def comment_out_bad_options(text: str, root=ROOT):
-    """(text, [(line, what)]): `text` with the options of every code cell that does not
-    read commented out (`comment_out_options`), and what was wrong with each."""
-    problems = options_problems(text, root)
-    for line, _ in problems:
-        text = comment_out_options(text, line, root)
-    return text, problems
+def glue_uses(text: str, root=ROOT) -> list[GlueUse]:
+    return [glue_use(role) for role in roles(text, root) if role.name in GLUE_ROLES]
 
 
 def prose_words(text: str, root=ROOT) -> int:
     """Words a reader reads: the prose (prose directives too), inline code and the TeX of
     the math, not code cells, listings or glued values; a word has a letter or a digit."""
     words = re.compile(r"\S*\w\S*").findall
-    count = sum(len(words(" ".join(f.body))) for f in fences(text, root) if f.name == "math")
-    for token, _ in prose_tokens(text, root):
+    count = 0
+    for token, _, fence in _tokens(text, root):
+        if fence is not None and fence.name == "math":
+            count += len(words(" ".join(fence.body)))
         if token.type in ("math_block", "amsmath"):
             count += len(words(token.content))
         for child in token.children or [] if token.type == "inline" else []:

@@ -1,13 +1,10 @@
-"""The book's rules for a cell's executed outputs, shared by the verifier and the build:
-`cell_output` is what a cell shows, `check_cell` every way it breaks the rules, and
-`check_glue` the same for a glued value the prose shows, which the cell that glues it
-declares (`glue:` then `  x1_bar: "5.5"`)."""
+"""The book's rules for a cell's executed outputs and the glued values its prose shows,
+shared by the verifier and the build."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import html.parser
 
 from book_config import ROOT
 from myst_reader import CodeCell, GlueUse, glue_uses
@@ -27,44 +24,25 @@ class CellOutput:
     has_text: bool
     error_line: str | None = None  # `ValueError: message`
 
-    def with_error_as_text(self) -> "CellOutput":
-        """A `raises-exception` cell: its error is printed text, not a failure."""
+    def with_error_as_text(self) -> "CellOutput":  # for a `raises-exception` cell
         if self.error is None:
             return self
         return dataclasses.replace(self, text=self.text + self.error_line + "\n", error=None,
                                    has_text=True)
 
 
-class _HTMLText(html.parser.HTMLParser):
-    """The text a browser shows for an HTML output: no tags, no scripts or styles."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.parts, self._hidden = [], 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("script", "style"):
-            self._hidden += 1
-        elif tag in ("br", "p", "div", "tr", "li", "h1", "h2", "h3", "h4", "table"):
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag):
-        if tag in ("script", "style"):
-            self._hidden = max(0, self._hidden - 1)
-        elif tag in ("td", "th"):
-            self.parts.append(" ")
-
-    def handle_data(self, data):
-        if not self._hidden:
-            self.parts.append(data)
-
-
 def html_text(markup: str) -> str:
-    """The text of an HTML output, a line per block, spaces collapsed."""
-    parser = _HTMLText()
-    parser.feed(markup)
-    parser.close()
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    """The text a browser shows for an HTML output, a line per block, spaces collapsed."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(markup, "html.parser")
+    for hidden in soup(["script", "style"]):
+        hidden.decompose()
+    for block in soup(["br", "p", "div", "tr", "li", "h1", "h2", "h3", "h4", "table"]):
+        block.insert_before("\n")
+    for table_cell in soup(["td", "th"]):
+        table_cell.append(" ")
+    lines = (" ".join(line.split()) for line in soup.get_text().splitlines())
     return "\n".join(line for line in lines if line)
 
 
@@ -86,9 +64,8 @@ def is_interactive(data: dict) -> bool:
 
 
 def shown_text(data: dict, kind: str = "display_data") -> str | None:
-    """The text a rich output shows, as the page renders it: Markdown, else the text of
-    its HTML, else plain text. None for a figure, whose text/plain is a placeholder; an
-    `execute_result` keeps its text/plain beside an image, as it always has."""
+    """The text a rich output shows on the page: Markdown, else HTML's text, else plain
+    text; None for a figure (its text/plain is a placeholder) but an `execute_result`'s."""
     if any(key.startswith("image/") for key in data):
         return data.get("text/plain") if kind == "execute_result" else None
     if data.get("text/markdown") is not None:
@@ -99,8 +76,7 @@ def shown_text(data: dict, kind: str = "display_data") -> str | None:
 
 
 def cell_output(outputs, raises=False) -> CellOutput:
-    """What a cell printed and the text of every result and display, in order. With
-    `raises` (tagged `raises-exception`), its error's last line is printed text."""
+    """What a cell printed and the text of every result and display, in order."""
     text, stderr, error, error_line, has_text = [], [], None, None, False
     for output in outputs:
         kind = output.get("output_type")
@@ -135,60 +111,55 @@ class Failure:
 
 def check_cell(cell: CodeCell, output: CellOutput) -> list[Failure]:
     """Every way this cell's output breaks the book's rules."""
-    failures = []
     if cell.raises:
         output = output.with_error_as_text()
+    failures = []
     if output.stderr:
         first = (output.stderr.strip().splitlines() or [repr(output.stderr)])[0]
         failures.append(Failure(cell.line, "cell wrote to stderr: " + first,
                                 indent(output.stderr.rstrip())))
+    return failures + _result_failures(cell, output)
+
+
+def _result_failures(cell: CodeCell, output: CellOutput) -> list[Failure]:
+    """How the cell's error, or its text against its `expect:`, breaks the rules."""
     if output.error is not None:
         last = output.error_line or output.error.strip().splitlines()[-1]
         name, _, what = last.partition(": ")
         if name in STOPPING_ERRORS:
-            failures.append(Failure(cell.line, what, kind="error"))
-        else:
-            failures.append(Failure(cell.line, "cell raised " + last,
-                                    indent(output.error.rstrip()), "error"))
-        return failures
+            return [Failure(cell.line, what, kind="error")]
+        return [Failure(cell.line, "cell raised " + last, indent(output.error.rstrip()), "error")]
     expect = cell.expect
     if expect is not None and not isinstance(expect, str):
         # `expect: 1.` is the YAML float 1.0: comparing its str() would be wrong
-        failures.append(Failure(
-            cell.line,
-            f"expect: reads as YAML {type(expect).__name__} {expect!r}, not text: "
-            "write it as a block (`expect: |` and the text below) or quote it",
-            indent(unified_diff(str(expect), output.text)), "differs",
-        ))
-        return failures
+        return [Failure(cell.line, f"expect: reads as YAML {type(expect).__name__} {expect!r}, "
+                        "not text: write it as a block (`expect: |` and the text below) or "
+                        "quote it", indent(unified_diff(str(expect), output.text)), "differs")]
     try:
         tolerance = parse_tolerance(cell.tolerance)
     except ToleranceError as error:
-        failures.append(Failure(cell.line, str(error)))
-        return failures
+        return [Failure(cell.line, str(error))]
     if tolerance is not None and not has_marks(expect or "") and _glue_marked(cell):
         tolerance = None  # the tolerance is for the marked numbers of its `glue:` texts
     if expect is None:
-        if tolerance is not None and not _glue_marked(cell):
+        failures = []
+        if tolerance is not None:
             failures.append(Failure(cell.line, f"tolerance {tolerance} is declared but nothing "
                                     f"is marked noisy: write `{NOISY}` before each noisy number"))
-        if output.has_text and output.text.strip():
+        if output.text.strip():
             failures.append(Failure(cell.line, "cell prints text but has no expect: option",
                                     indent(unified_diff("", output.text)), "missing"))
         return failures
     if not output.text.strip():
-        failures.append(Failure(cell.line, "expect: is set but the cell printed nothing",
-                                indent(unified_diff(expect, "")), "unexpected"))
-        return failures
+        return [Failure(cell.line, "expect: is set but the cell printed nothing",
+                        indent(unified_diff(expect, "")), "unexpected")]
     try:
         what = compare(expect, output.text, tolerance)
     except ToleranceError as error:  # `~` marks and the tolerance option disagree
-        failures.append(Failure(cell.line, str(error)))
-        return failures
-    if what is not None:
-        failures.append(Failure(cell.line, what, indent(unified_diff(expect, output.text)),
-                                "differs"))
-    return failures
+        return [Failure(cell.line, str(error))]
+    if what is None:
+        return []
+    return [Failure(cell.line, what, indent(unified_diff(expect, output.text)), "differs")]
 
 
 # -- glued values: numbers in the prose ----------------------------------------------
@@ -200,8 +171,8 @@ def _glue_marked(cell: CodeCell) -> bool:
 
 
 def glued_values(cells) -> dict:
-    """{name: mimebundle} of every `glue(...)` output in these notebook cells, as myst-nb
-    reads them (on a copy: myst-nb moves them out of the cell)."""
+    """{name: mimebundle} of every `glue(...)` output, as myst-nb reads them (on a copy:
+    myst-nb moves them out of the cell)."""
     from myst_nb.ext.glue import extract_glue_data_cell
 
     return {name: dict(output["data"]) for cell in copy.deepcopy(cells)
@@ -209,7 +180,7 @@ def glued_values(cells) -> dict:
 
 
 def glue_text(use: GlueUse, bundle: dict) -> str | None:
-    """The text the page shows for this role, as myst-nb renders it (None: no text)."""
+    """The text the page shows for this role, as myst-nb renders it, or None."""
     from myst_nb.core.variables import format_plain_text
 
     plain = joined(bundle.get("text/plain"))
@@ -221,7 +192,8 @@ def glue_text(use: GlueUse, bundle: dict) -> str | None:
 
 
 def check_glue(text: str, cells: list[CodeCell], glued: dict, root=ROOT) -> list[Failure]:
-    """Every way the glued values the chapter's prose shows break the book's rules."""
+    """Every way the glued values the prose shows break the rules: each is declared by the
+    cell that glues it (`glue:` then `  x1_bar: "5.5"`) and matches."""
     failures, declared = [], {}
     for cell in cells:
         spec = cell.options.get("glue")
