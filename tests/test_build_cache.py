@@ -101,10 +101,11 @@ ENGINE_EDITS = Job("engine-edits", engine_edits, guess=39)
 
 
 def side_jobs(item):
-    """The four builds of the probe: the test only waits on them, so they run beside the
+    """The probes' builds and runs: the test only waits on them, so they run beside the
     session (tests/support/side_jobs.py); an assertion that fails in them fails the test."""
-    return [ENGINE_EDITS] if item.originalname == (
-        "test_an_engine_edit_runs_its_chapter_and_the_later_ones_only") else []
+    return {"test_an_engine_edit_runs_its_chapter_and_the_later_ones_only": [ENGINE_EDITS],
+            "test_the_verifier_and_the_build_reuse_each_others_runs": [REUSE],
+            }.get(item.originalname, [])
 
 
 @pytest.mark.slow
@@ -139,13 +140,18 @@ print("{name} ran")
 
 
 @pytest.mark.slow
-def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
+def test_the_verifier_and_the_build_reuse_each_others_runs():
     """Both execute through execution.execute and store in the build's cache: a chapter
     the verifier ran, the build only reads, and a chapter the build ran, the verifier
     only checks. Nothing executes twice, and myst-nb executes nothing itself."""
+    REUSE.result()
+
+
+def reuse(folder):
+    """The verifier, two builds, the verifier again, checked as they go (a side job)."""
     import verifier
 
-    book = books.make_book(tmp_path / "book-root", ONE_PATH_CONFIG,
+    book = books.make_book(folder / "book-root", ONE_PATH_CONFIG,
                            {"first": ONE_CELL.format(name="first")})
     build_dir = book / "_build"
     first = verifier.verify(book / "book" / "first.md", root=book, build=build_dir)
@@ -165,6 +171,9 @@ def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
     assert "Executing notebook" not in log, log[-3000:]
     second = verifier.verify(book / "book" / "second.md", root=book, build=build_dir)
     assert second.ok and second.source == "cache", second.report()
+
+
+REUSE = Job("verifier-build-reuse", reuse, guess=23)
 
 
 TRANSPORT_CELL = FRONT + """\
