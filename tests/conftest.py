@@ -70,16 +70,28 @@ def pytest_collection_modifyitems(config, items):
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
     # what a test module starts in the background as the session starts (the matrix of
-    # tests/test_numerics.py, the second build of tests/test_determinism.py) is read by its
-    # tests last; before them come the tests that read the session's site, after those
-    # that do not, so that the site builds in a thread while those run instead of the
-    # session waiting for it (a stable sort keeps the random order within each group)
+    # tests/test_numerics.py, the second build of tests/test_determinism.py, the side jobs
+    # of tests/support/side_jobs.py) is read by its tests last; before them come the tests
+    # that read the session's site, after those that do not, so that the site builds in a
+    # thread while those run instead of the session waiting for it (a stable sort keeps
+    # the random order within each group)
     items.sort(key=lambda item: (reads_background(item), reads_build(item)))
 
 
 def reads_background(item):
+    return starts_background(item) or bool(side_jobs_of(item))
+
+
+def starts_background(item):
+    """The test reads what its module's `start_in_background` starts."""
     check = getattr(getattr(item, "module", None), "reads_background", None)
     return bool(check and check(item))
+
+
+def side_jobs_of(item):
+    """The jobs (tests/support/side_jobs.py) the test reads, run beside the session."""
+    jobs = getattr(getattr(item, "module", None), "side_jobs", None)
+    return list(jobs(item)) if callable(jobs) else []
 
 
 # the fixtures that build the session's site (tests/browser/site_pages.py) or read it
@@ -107,9 +119,14 @@ def reads_build(item):
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
-    modules = {item.module for item in session.items if reads_background(item)}
+    modules = {item.module for item in session.items if starts_background(item)}
     for module in sorted(modules, key=lambda m: m.__name__):
         module.start_in_background(session.config.rootpath / "_build")
+    # the tests that wait on a child process (probe builds, the quick benchmark run), one
+    # job at a time in a thread of their own: a core is often idle while the tests run
+    jobs = {id(job): job for item in session.items for job in side_jobs_of(item)}
+    for job in sorted(jobs.values(), key=lambda job: -job.guess):  # the longest first
+        job.start()
     # the site, built in a thread from now on for the tests that read it (they run after
     # the others); the PDF and the downloads' runs ask for it from their threads and wait
     # for this build (tests/browser/site_pages.py builds once per process)

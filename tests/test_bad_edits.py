@@ -19,7 +19,11 @@ page missing from the toc). The verifier must say the same for the cells, and
 refuse the page missing from the toc.
 """
 
+import atexit
+import shutil
+import tempfile
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,7 @@ import book_config
 import myst_reader
 import verifier
 from support import books
+from support.side_jobs import Job
 from support.books import FRONT, fence_of, line_of
 
 EXT = verifier.ROOT / "book" / "_ext"
@@ -111,15 +116,39 @@ def make_book(root: Path) -> Path:
         "book/orphan.md": FRONT + "\n# Orphan\n\n" + ORPHAN})
 
 
-@pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    return make_book(tmp_path_factory.mktemp("bad-edits"))
+_book = []
+_making = threading.Lock()
+
+
+def the_book(folder=None):
+    """The one broken book of the session: in `folder`, or a temporary one, once."""
+    with _making:
+        if not _book:
+            if folder is None:
+                folder = tempfile.mkdtemp(prefix="bad-edits-")
+                atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _book.append(make_book(Path(folder) / "bad-edits"))
+        return _book[0]
+
+
+# the test process only waits on the build: it runs beside the session
+# (tests/support/side_jobs.py), and the tests that read its log last
+BUILD = Job("bad-edits", lambda folder: books.run_build(the_book(folder), timeout=300), guess=7)
+
+
+def side_jobs(item):
+    return [BUILD] if "build_log" in getattr(item, "fixturenames", ()) else []
 
 
 @pytest.fixture(scope="module")
-def build_log(book):
+def book():
+    return the_book()
+
+
+@pytest.fixture(scope="module")
+def build_log():
     """(exit status, log without colours) of one build of the broken book."""
-    return books.run_build(book, timeout=300)
+    return BUILD.result()
 
 
 def warning(book, name, line, what):

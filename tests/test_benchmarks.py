@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import verifier
+from support.side_jobs import Job
 
 ROOT = verifier.ROOT
 RUN = ROOT / "tests" / "benchmarks" / "run.py"
@@ -57,14 +58,28 @@ def check_workloads(section):
             noise["pooled"], *noise["per_set"], *noise["quartiles"]]))
 
 
-def test_a_quick_run_checks_times_and_stores_one_workload(tmp_path):
-    out = tmp_path / "bench.json"
+def quick_run(folder):
+    out = folder / "bench.json"
     run = subprocess.run([sys.executable, str(RUN), "--only", "running_small", "--quick",
                           "--out", str(out)], capture_output=True, text=True, timeout=300,
                          cwd=ROOT)
+    return run, json.loads(out.read_text()) if out.exists() else None
+
+
+QUICK_RUN = Job("benchmark-quick-run", quick_run, guess=41)
+
+
+def side_jobs(item):
+    """The quick run: a child the test only waits on, run beside the session."""
+    return [QUICK_RUN] if item.originalname == (
+        "test_a_quick_run_checks_times_and_stores_one_workload") else []
+
+
+def test_a_quick_run_checks_times_and_stores_one_workload():
+    run, stored = QUICK_RUN.result()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "running_small" in run.stdout and "page faults" in run.stdout
-    section = json.loads(out.read_text())["workloads"]
+    section = stored["workloads"]
     assert list(section["workloads"]) == ["running_small"]
     check_workloads(section)
 

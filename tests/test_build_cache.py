@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from support import books
+from support.side_jobs import Job
 from support.books import FRONT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,9 +63,9 @@ def engine(book, first, second):
     (book / "engine" / "__init__.py").write_text(ENGINE.format(first=first, second=second))
 
 
-@pytest.mark.slow
-def test_an_engine_edit_runs_its_chapter_and_the_later_ones_only(tmp_path):
-    book = tmp_path / "book-root"
+def engine_edits(folder):
+    """The probe built four times, checked as it goes (in the side thread, below)."""
+    book = folder / "book-root"
     (book / "book").mkdir(parents=True)
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -96,6 +97,22 @@ def test_an_engine_edit_runs_its_chapter_and_the_later_ones_only(tmp_path):
     assert "value 2 other 20" in pages["second"]
 
 
+ENGINE_EDITS = Job("engine-edits", engine_edits, guess=39)
+
+
+def side_jobs(item):
+    """The probes' builds and runs: the test only waits on them, so they run beside the
+    session (tests/support/side_jobs.py); an assertion that fails in them fails the test."""
+    return {"test_an_engine_edit_runs_its_chapter_and_the_later_ones_only": [ENGINE_EDITS],
+            "test_the_verifier_and_the_build_reuse_each_others_runs": [REUSE],
+            }.get(item.originalname, [])
+
+
+@pytest.mark.slow
+def test_an_engine_edit_runs_its_chapter_and_the_later_ones_only():
+    ENGINE_EDITS.result()
+
+
 # -- one execution path: what the verifier ran, the build shows, and the reverse ----------
 
 ONE_PATH_CONFIG = f"""\
@@ -123,13 +140,18 @@ print("{name} ran")
 
 
 @pytest.mark.slow
-def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
+def test_the_verifier_and_the_build_reuse_each_others_runs():
     """Both execute through execution.execute and store in the build's cache: a chapter
     the verifier ran, the build only reads, and a chapter the build ran, the verifier
     only checks. Nothing executes twice, and myst-nb executes nothing itself."""
+    REUSE.result()
+
+
+def reuse(folder):
+    """The verifier, two builds, the verifier again, checked as they go (a side job)."""
     import verifier
 
-    book = books.make_book(tmp_path / "book-root", ONE_PATH_CONFIG,
+    book = books.make_book(folder / "book-root", ONE_PATH_CONFIG,
                            {"first": ONE_CELL.format(name="first")})
     build_dir = book / "_build"
     first = verifier.verify(book / "book" / "first.md", root=book, build=build_dir)
@@ -149,6 +171,9 @@ def test_the_verifier_and_the_build_reuse_each_others_runs(tmp_path):
     assert "Executing notebook" not in log, log[-3000:]
     second = verifier.verify(book / "book" / "second.md", root=book, build=build_dir)
     assert second.ok and second.source == "cache", second.report()
+
+
+REUSE = Job("verifier-build-reuse", reuse, guess=23)
 
 
 TRANSPORT_CELL = FRONT + """\

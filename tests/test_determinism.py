@@ -31,6 +31,7 @@ import execution
 import verifier
 from site_pages import BUILD_COMMAND, BuildFailed, build_site
 from support import background, books, pdf_job
+from support.side_jobs import Job
 from support.books import FRONT
 
 ROOT = verifier.ROOT
@@ -102,14 +103,19 @@ def test_the_executor_joins_a_cells_streams_into_one_output(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_rebuild_after_a_static_file_edit_restamps_every_page(tmp_path):
+def test_a_rebuild_after_a_static_file_edit_restamps_every_page():
     """A warm rebuild after an edit of engine-site.js alone rewrites no page (no source
     changed), and Sphinx stamped the pages it does write with the checksum of the OLD
     copy in _static, which it replaces only afterwards: every page must still link the
     new file's checksum, or a browser keeps the cached old script."""
+    STATIC_EDITS.result()
+
+
+def static_edits(folder):
+    """The probe's three builds, checked as they go (in the side thread: `side_jobs`)."""
     from sphinx.builders.html._assets import _file_checksum
 
-    book = books.make_book(tmp_path / "probe", books.SITE_POLISH_CONFIG,
+    book = books.make_book(folder / "probe", books.SITE_POLISH_CONFIG,
                            {"one": "# One\n\nText.\n", "two": "# Two\n\nMore text.\n"})
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -135,6 +141,16 @@ def test_a_rebuild_after_a_static_file_edit_restamps_every_page(tmp_path):
                  if (found := set(re.findall(r"engine-site\.js\?v=([0-9a-f]+)", p.read_text())))
                  != {new}}
         assert not stale, f"edit {edit}: pages not linking engine-site.js?v={new}: {stale}"
+
+
+STATIC_EDITS = Job("static-edits", static_edits, guess=10)
+
+
+def side_jobs(item):
+    """The test process only waits on the probe's builds: they run beside the session
+    (tests/support/side_jobs.py)."""
+    return [STATIC_EDITS] if item.originalname == (
+        "test_a_rebuild_after_a_static_file_edit_restamps_every_page") else []
 
 
 # -- masking exactly the measured values ---------------------------------------------------

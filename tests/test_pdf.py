@@ -20,6 +20,7 @@ import pytest
 import book_pdf
 from site_pages import CHROMIUM
 from support import pdf_job
+from support.side_jobs import Job
 
 ROOT = Path(__file__).resolve().parents[1]
 PDF = pdf_job.PDF
@@ -156,13 +157,18 @@ def test_a_site_given_the_pdf_carries_it_and_links_it_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_build_links_the_pdf_of_its_own_build_folder_only(tmp_path):
+def test_a_build_links_the_pdf_of_its_own_build_folder_only():
     """Built without a PDF, the intro links none (and no page asks the server for one);
     rebuilt once `_build/pdf/book.pdf` exists (even with no page out of date), the site
     carries the file and the intro links it."""
+    PDF_LINKS.result()
+
+
+def pdf_links(folder):
+    """The probe's two builds, checked as they go (in the side thread: `side_jobs`)."""
     from support import books
 
-    book = books.make_book(tmp_path / "probe", books.SITE_POLISH_CONFIG, {"one": "# One\n\nText.\n"},
+    book = books.make_book(folder / "probe", books.SITE_POLISH_CONFIG, {"one": "# One\n\nText.\n"},
                            intro="# Intro\n\nThe whole book can also be printed as one PDF.\n")
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -178,6 +184,16 @@ def test_a_build_links_the_pdf_of_its_own_build_folder_only(tmp_path):
     assert code == 0, log[-3000:]
     intro = (html / "book" / "intro.html").read_text()
     assert intro.count('href="../book.pdf"') == 1 and (html / "book.pdf").exists()
+
+
+PDF_LINKS = Job("pdf-links", pdf_links, guess=8)
+
+
+def side_jobs(item):
+    """The test process only waits on the probe's builds: they run beside the session
+    (tests/support/side_jobs.py)."""
+    return [PDF_LINKS] if item.originalname == (
+        "test_a_build_links_the_pdf_of_its_own_build_folder_only") else []
 
 
 def test_the_pdf_command_links_the_pdf_from_a_built_site(pdf_text):

@@ -20,6 +20,7 @@ import pytest
 import book_config
 import myst_reader
 from support import books
+from support.side_jobs import Job
 from support.books import FRONT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,26 +166,45 @@ def make_book(book, bad=BAD):
     return book
 
 
-# Each test takes the build it needs from a fixture of its own, so any one test runs
-# alone and in any order: `broken` is the probe with bad.md unverified, built once from
-# clean; `fixed` is a second probe with bad.md fixed, built once from clean.
+# Each test takes the build it needs from a job of its own, so any one test runs alone
+# and in any order: `broken` is the probe with bad.md unverified, built once from clean,
+# then once more unchanged; `fixed` is a second probe with bad.md fixed, built once from
+# clean. The test process only waits on these builds, so they run beside the session
+# (tests/support/side_jobs.py), and their tests last.
 
 
-@pytest.fixture(scope="module")
-def broken(tmp_path_factory):
-    """(book, exit code, log, good.html of that first, clean build)."""
-    book = make_book(tmp_path_factory.mktemp("report-broken"))
+def build_broken(folder):
+    """(book, exit code, log, good.html of that first, clean build, (exit code, log) of
+    the unchanged rebuild)."""
+    book = make_book(folder / "report-broken")
     code, log = build(book)
     html = (book / "_build" / "html" / "book" / "good.html").read_text()
-    return book, code, log, html
+    return book, code, log, html, build(book)
+
+
+def build_fixed(folder):
+    """(book, exit code, log) of a clean build of the probe with bad.md fixed."""
+    book = make_book(folder / "report-fixed", bad=FIXED)
+    code, log = build(book)
+    return book, code, log
+
+
+BROKEN, FIXED_BUILD = Job("report-broken", build_broken, 30), Job("report-fixed", build_fixed, 9)
+
+
+def side_jobs(item):
+    fixtures = getattr(item, "fixturenames", ())
+    return [job for name, job in (("broken", BROKEN), ("fixed", FIXED_BUILD)) if name in fixtures]
 
 
 @pytest.fixture(scope="module")
-def fixed(tmp_path_factory):
-    """(book, exit code, log) of a clean build of the probe with bad.md fixed."""
-    book = make_book(tmp_path_factory.mktemp("report-fixed"), bad=FIXED)
-    code, log = build(book)
-    return book, code, log
+def broken():
+    return BROKEN.result()
+
+
+@pytest.fixture(scope="module")
+def fixed():
+    return FIXED_BUILD.result()
 
 
 def build(book):
@@ -195,7 +215,7 @@ line_of = books.fence_of  # the fence line of the cell holding a needle
 
 
 def test_unverified_chapter_fails_the_build_at_its_cells(broken):
-    _, code, log, _ = broken
+    _, code, log, _, _ = broken
     assert code != 0, log[-3000:]
     missing = line_of(BAD, 'print("no expectation")')
     differs = line_of(BAD, "1 + 2")
@@ -227,7 +247,7 @@ def test_a_clean_build_links_stylesheets_and_scripts_as_a_rebuild_does(broken):
 
 
 def test_an_unchanged_rebuild_fails_again(broken):
-    code, log = build(broken[0])
+    code, log = broken[4]
     assert code != 0, "the second build passed although bad.md is still unverified"
     assert "book/bad.md:" in log
 
