@@ -263,7 +263,10 @@ class Worker(run.Worker):
     def __init__(self, workload, implementation):
         self.implementation = implementation
         self.busy = 0.0  # run.Worker.ask adds its waits here
-        env = dict(os.environ)
+        # glibc's thresholds fixed in every profiled worker: whether a worker's heap crosses
+        # them depends on its history (chapter fast, "Which gains are the allocator's"), and a
+        # cliff in one profile and not the other would be charged to the step
+        env = {**os.environ, **W.PINNED_ENV}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", workload, implementation],
@@ -332,6 +335,7 @@ def profile_steps():
         "date": run.now(), "commit": run.commit_info(), "machine": run.machine_info(),
         "settings": {"profiler": f"cProfile (Python {sys.version.split()[0]})",
                      "rounds": ROUNDS, "min_time": MIN_TIME, "warmup": WARMUP, "threads": 1,
+                     "malloc_env": dict(W.PINNED_ENV),
                      "gc": "enabled, gc.collect() before each sample; paused while profiling",
                      "iteration": "leaves made once; zero the gradients, forward, backward"},
         "variants": {}, "steps": {},
