@@ -117,6 +117,8 @@ def with_band(ratio, workload, digits=2):
     if width is None:
         return f"{ratio:.{digits}f}x (noise not measured)"
     noise = f"±{100 * width:.1f}%"
+    if abs(abs(ratio - 1.0) - width) < 0.005:  # at the band's edge: a third decimal says which side
+        digits = max(digits, 3)
     return f"{ratio:.{digits}f}x ({noise}" + ("" if shown(ratio, workload) else ", not shown") + ")"
 
 

@@ -55,10 +55,17 @@ def _count(calls):
 
 
 def top(profiles, step, count=ROWS):
-    """The `count` functions with the most own time, before or after, largest first."""
+    """The `count` functions with the most own time, before or after, largest first, and the
+    two the sentence names (`changed_most`) if they are not among them."""
     before, after = (_functions(v) for v in _pair(profiles, step))
-    return sorted(set(before) | set(after),
-                  key=lambda n: (-max(_us(before, n), _us(after, n)), n))[:count]
+    largest = sorted(set(before) | set(after),
+                     key=lambda n: (-max(_us(before, n), _us(after, n)), n))[:count]
+    return largest + [n for n in changed_most(before, after) if n not in largest]
+
+
+def changed_most(fb, fa):
+    """The two functions whose own time changes most between `fb` and `fa`."""
+    return sorted(fb.keys() | fa.keys(), key=lambda n: (-abs(_us(fb, n) - _us(fa, n)), n))[:2]
 
 
 def _totals(variant):
@@ -124,8 +131,7 @@ def sentence(profiles, step):
     step's gain."""
     before, after = _pair(profiles, step)
     fb, fa = _functions(before), _functions(after)
-    ranked = sorted(fb.keys() | fa.keys(),
-                    key=lambda n: (-abs(_us(fb, n) - _us(fa, n)), n))[:2]
+    ranked = changed_most(fb, fa)
     profiled = _totals(before), _totals(after)
     text = (f"The own times that change most are those of "
             f"{' and '.join(_change(fb, fa, n) for n in ranked)}. Under cProfile the iteration "

@@ -242,7 +242,10 @@ def test_a_ratio_is_shown_only_outside_the_band():
     w = {"noise": {"band": 0.03}}
     assert B.with_band(1.57, w) == "1.57x (±3.0%)"
     assert B.with_band(1.02, w) == "1.02x (±3.0%, not shown)"
-    assert B.with_band(1.03, {"noise": {"band": 0.026}}) == "1.03x (±2.6%)"
+    assert B.with_band(1.04, {"noise": {"band": 0.026}}) == "1.04x (±2.6%)"
+    # at the band's edge a third decimal shows which side of it the ratio is
+    assert B.with_band(1.0306, {"noise": {"band": 0.03}}) == "1.031x (±3.0%)"
+    assert B.with_band(1.0294, {"noise": {"band": 0.03}}) == "1.029x (±3.0%, not shown)"
     assert B.with_band(1.02, {}) == "1.02x (noise not measured)"
     section = {"ablations": {"engine_without_a": "engine without A",
                              "engine_without_b": "engine without B"},

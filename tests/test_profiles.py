@@ -109,6 +109,8 @@ def test_a_step_s_table_lists_the_largest_functions_before_or_after_and_the_rest
     del after["f1"]
     profiles = profiles_of(before, after)
     assert step_profiles.top(profiles, "loss", 3) == ["f0", "new", "f1"]  # by max(before, after)
+    # the two the sentence names (their own times change most) are rows even when smaller
+    assert step_profiles.top(profiles, "loss", 1) == ["f0", "new"]
     table = rows(step_profiles.table(profiles, "loss", count=3))
     assert table[0] == ["`f0`", "10.0\u00a0µs", "1.00\u00a0µs", "1", "1"]
     assert table[1] == ["`new`", "–", "9.50\u00a0µs", "0", "2"]

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from support.side_jobs import Job
+from support.side_jobs import Job, Line
 
 
 def test_a_job_runs_once_in_its_own_folder_and_one_job_at_a_time():
@@ -19,7 +19,8 @@ def test_a_job_runs_once_in_its_own_folder_and_one_job_at_a_time():
         running.remove(folder)
         return folder
 
-    first, second = Job("first", work), Job("second", work)
+    line = Line()  # not the session's, whose jobs would run first
+    first, second = Job("first", work, line=line), Job("second", work, line=line)
     for job in (first, second, first):
         job.start()
     assert first.result() != second.result() and first.result().is_dir()
@@ -32,4 +33,4 @@ def test_what_a_job_raises_is_raised_by_its_result():
         raise AssertionError("inside the job")  # as a failed assert in a probe
 
     with pytest.raises(AssertionError, match="inside the job"):
-        Job("fails", fails).result()
+        Job("fails", fails, line=Line()).result()

@@ -420,7 +420,9 @@ def commit_info(commit=None):
     if commit is not None:
         return {"sha": git("rev-parse", commit), "short": git("rev-parse", "--short", commit),
                 "dirty": False, "changed_files": [], "from": f"git archive {commit}"}
-    changed = [line[3:] for line in (git("status", "--porcelain") or "").splitlines()]
+    # `XY path`; git() strips the output, and with it the first line's leading space
+    changed = [line.split(maxsplit=1)[-1]
+               for line in (git("status", "--porcelain") or "").splitlines()]
     return {"sha": git("rev-parse", "HEAD"), "short": git("rev-parse", "--short", "HEAD"),
             "dirty": bool(changed), "changed_files": changed, "from": "the working tree"}
 

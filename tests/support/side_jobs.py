@@ -20,41 +20,52 @@ import tempfile
 import threading
 from pathlib import Path
 
-_queue: queue.Queue = queue.Queue()
-_lock = threading.Lock()
-_worker: list = []
 _folders: list = []
 atexit.register(lambda: [shutil.rmtree(f, ignore_errors=True) for f in _folders])
+
+
+class Line:
+    """A queue of jobs and the one thread that runs them in turn."""
+
+    def __init__(self):
+        self.queue, self.lock, self.thread = queue.Queue(), threading.Lock(), None
+
+    def put(self, job):
+        with self.lock:
+            self.queue.put(job)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, daemon=True)
+                self.thread.start()
+
+    def _run(self):
+        while True:
+            job = self.queue.get()
+            folder = Path(tempfile.mkdtemp(prefix=f"side-{job.name}-"))
+            _folders.append(folder)
+            try:
+                job.future.set_result(job.function(folder))
+            except BaseException as error:  # raised again by job.result(), in the test
+                job.future.set_exception(error)
+
+
+SESSION = Line()  # the session's jobs; a test of this module makes a line of its own
 
 
 class Job:
     """`function(folder)`, run once per session in the side thread, in a fresh folder;
     `guess`: about how many seconds it takes (the longest start first)."""
 
-    def __init__(self, name, function, guess=0.0):
-        self.name, self.function, self.guess = name, function, guess
+    def __init__(self, name, function, guess=0.0, line=SESSION):
+        self.name, self.function, self.guess, self.line = name, function, guess, line
         self.future = None
+        self._lock = threading.Lock()
 
     def start(self):
-        with _lock:
+        with self._lock:
             if self.future is None:
                 self.future = concurrent.futures.Future()
-                _queue.put(self)
-                if not _worker:
-                    _worker.append(threading.Thread(target=_run, daemon=True))
-                    _worker[0].start()
+                self.line.put(self)
         return self.future
 
     def result(self):
         return self.start().result()
-
-
-def _run():
-    while True:
-        job = _queue.get()
-        folder = Path(tempfile.mkdtemp(prefix=f"side-{job.name}-"))
-        _folders.append(folder)
-        try:
-            job.future.set_result(job.function(folder))
-        except BaseException as error:  # raised again by job.result(), in the test
-            job.future.set_exception(error)
