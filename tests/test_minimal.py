@@ -10,11 +10,9 @@ import sys
 import numpy as np
 import pytest
 
+import minimal  # tests/benchmarks, on pytest's pythonpath (pyproject.toml)
 import verifier
-
-sys.path.insert(0, str(verifier.ROOT / "tests" / "benchmarks"))
-import minimal  # noqa: E402
-import workloads as W  # noqa: E402
+import workloads as W
 
 SAFETY_WORKLOADS = ("running_small", "mlp", "leaf")  # the chain runs in the minimal test only
 
