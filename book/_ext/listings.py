@@ -241,10 +241,6 @@ class ListingDirective(SphinxDirective):
         return shown + [container_wrapper(self, block, listing.caption(_title))]
 
 
-def _directive():  # notebooks.py reads a listing's options with it
-    return ListingDirective
-
-
 def setup(app):
     app.add_directive("listing", ListingDirective)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

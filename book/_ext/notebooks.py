@@ -36,7 +36,7 @@ def listing_cell(fence, chapter, root):
     """One `{listing}` as the page shows it, after the lines it replaces."""
     import listings
 
-    options, _ = fence.parse(listings._directive())
+    options, _ = fence.parse(listings.ListingDirective)
     listing = listings.listing_lines(fence.arg, options, chapter, root)
     old = "".join(f"*Replaces, in {listing.where()}, these lines of `{replaced}`:*\n\n"
                   f"```python\n{text}\n```\n\n" for replaced, text in listing.replaced_blocks())
