@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from site_pages import CHROMIUM, CHROMIUM_ARGS, DESKTOP, BuildFailed, build_site
+from site_pages import (CHROMIUM, CHROMIUM_ARGS, DESKTOP, BuildFailed, build_site,
+                        failed_request)
 
 
 @pytest.fixture(scope="session")
@@ -119,9 +120,8 @@ def _load(browser, server, path, viewport):
     page.on("console", lambda m: loaded.problems.append(f"console {m.type}: {m.text}")
             if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: loaded.problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: loaded.problems.append(
-        f"request failed: {r.url} ({r.failure})")
-        if urlparse(r.url).netloc == local else None)
+    page.on("requestfailed", lambda r: loaded.problems.append(problem)
+            if (problem := failed_request(r.url, r.failure, local)) else None)
     page.on("response", lambda r: loaded.problems.append(f"HTTP {r.status}: {r.url}")
             if r.status >= 400 else None)
     page.goto(server + path, wait_until="load")

@@ -2,6 +2,7 @@
 
 import threading
 from pathlib import Path
+from urllib.parse import urlparse
 
 # the book's pages and its build, shared with the other tests (tests/support/books.py)
 from support.books import BUILD_COMMAND, ROOT, chapter_docnames, run_build, toc_docnames  # noqa: F401
@@ -11,6 +12,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 740}
+
+
+def failed_request(url, failure, local):
+    """The problem a failed request to the site `local` (host:port) shows, or None: Chromium
+    aborts what is still loading when a page is reloaded or left (net::ERR_ABORTED)."""
+    if urlparse(url).netloc != local or failure == "net::ERR_ABORTED":
+        return None
+    return f"request failed: {url} ({failure})"
 
 
 def page_id(docname):

@@ -229,3 +229,19 @@ def test_interactive_players_respond(book_page, screenshots, docname):
         (screenshots / f"{page_id(docname)}-player{i}-1.png").write_bytes(after)
         assert before != after, f"player {i} of {docname} did not change on 'Next frame'"
     assert not loaded.problems, "\n".join(loaded.problems)
+
+
+def test_a_request_cut_off_by_leaving_the_page_is_no_problem_of_the_site():
+    """Chromium aborts what is still loading when a test reloads or leaves a page (the
+    favicon, under load): net::ERR_ABORTED is the test's doing; any other failure of a
+    request to the site is the site's (a request to another host is reported by the route
+    that refuses it)."""
+    from site_pages import failed_request
+
+    local = "127.0.0.1:8000"
+    assert failed_request("http://127.0.0.1:8000/_static/favicon.png", "net::ERR_ABORTED",
+                          local) is None
+    assert failed_request("http://127.0.0.1:8000/book/x.js", "net::ERR_CONNECTION_RESET",
+                          local) == ("request failed: http://127.0.0.1:8000/book/x.js "
+                                     "(net::ERR_CONNECTION_RESET)")
+    assert failed_request("https://example.org/a.js", "net::ERR_FAILED", local) is None
