@@ -108,13 +108,12 @@ def test_a_page_runs_as_the_build_timing_s_plain_script(tmp_path):
     from the chapter's folder (run.run_build): the report's cells import the module beside
     them, book/benchmark_results.py, as the kernel finds it there."""
     import myst_reader
-    import execution
     import run
 
     path = ROOT / "book" / "report.md"
     script = tmp_path / "report.py"
     script.write_text(run.chapter_script(myst_reader.read_chapter(path, ROOT)))
-    env = {**os.environ, "MPLBACKEND": "Agg", **execution.kernel_env(path, tmp_path, ROOT)}
+    env = {**run.script_env(path, tmp_path, ROOT), "MPLBACKEND": "Agg"}
     done = subprocess.run([sys.executable, str(script)], cwd=path.parent, env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -180,8 +179,6 @@ def test_an_implementation_s_name_says_what_its_worker_runs():
 
 
 UNDO = """
-import sys
-sys.path.insert(0, {here!r})
 import numpy as np
 import workloads as W
 import run
@@ -200,9 +197,11 @@ print(hasattr(type(t), "__slots__"), sorted(getattr(t, "__dict__", {{}})))
 
 
 def _undo(steps):
-    here = str(ROOT / "tests" / "benchmarks")
-    done = subprocess.run([sys.executable, "-c", UNDO.format(here=here, steps=steps)],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    here = str(ROOT / "tests" / "benchmarks")  # workloads and run, for the child to import
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run([sys.executable, "-c", UNDO.format(steps=steps)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": path})
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.split("\n")[-2]
 

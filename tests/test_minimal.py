@@ -4,6 +4,7 @@
 iteration and at the second (so that zeroing works), as run.py checks before it times."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -65,9 +66,19 @@ def test_minimal_copies_nothing_it_is_given():
     assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
 
 
+BENCH = verifier.ROOT / "tests" / "benchmarks"
+
+
+def child(code, timeout):
+    """Run `code` in a fresh Python whose path starts with tests/benchmarks (the helpers it
+    imports): each experiment patches the engine, so each runs in a process of its own."""
+    path = os.pathsep.join(p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=verifier.ROOT, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": path})
+
+
 SAFETY_CHECK = """
-import sys
-sys.path.insert(0, {bench!r})
 import numpy as np
 import safety, workloads as W
 W.CHAIN_DEPTH = {depth}  # the chain at a depth that checks, not one that times
@@ -91,10 +102,8 @@ def test_safety_experiment_matches_the_floor(name):
     import safety
 
     assert name in safety.EXPERIMENTS
-    code = SAFETY_CHECK.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name,
-                               workloads=SAFETY_WORKLOADS, depth="W.CHAIN_DEPTH")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=verifier.ROOT, timeout=300)
+    code = SAFETY_CHECK.format(name=name, workloads=SAFETY_WORKLOADS, depth="W.CHAIN_DEPTH")
+    done = child(code, 300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
@@ -106,16 +115,13 @@ def test_the_ladder_matches_the_floor_where_it_runs(name):
     import safety
 
     assert name in safety.EXPERIMENTS and name in safety.ONLY_ON
-    code = SAFETY_CHECK.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name,
-                               workloads=safety.LADDER_WORKLOADS, depth=1000)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=verifier.ROOT, timeout=300)
+    code = SAFETY_CHECK.format(name=name, workloads=safety.LADDER_WORKLOADS, depth=1000)
+    done = child(code, 300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 KEPT = """
-import gc, json, sys
-sys.path.insert(0, {bench!r})
+import gc, json
 import numpy as np
 import safety
 if {name!r}:
@@ -157,17 +163,15 @@ def test_each_rung_of_the_ladder_removes_what_it_names_and_keeps_the_rest_remove
     gone = []
     for name, more in removed.items():
         gone += more
-        code = KEPT.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name)
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              cwd=verifier.ROOT, timeout=120)
+        code = KEPT.format(name=name)
+        done = child(code, 120)
         assert done.returncode == 0, done.stderr[-2000:]
         kept = json.loads(done.stdout)
         assert sorted(k for k, v in kept.items() if not v) == sorted(gone), (name, kept)
 
 
 CAUGHT = """
-import sys, json
-sys.path.insert(0, {bench!r})
+import json
 import safety
 if {name!r}:
     safety.apply({name!r})
@@ -176,9 +180,8 @@ print(json.dumps(safety.caught()))
 
 
 def caught_with(name):
-    code = CAUGHT.format(bench=str(verifier.ROOT / "tests" / "benchmarks"), name=name)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=verifier.ROOT, timeout=120)
+    code = CAUGHT.format(name=name)
+    done = child(code, 120)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)
 

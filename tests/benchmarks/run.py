@@ -665,13 +665,22 @@ CLOSE_FIGURES = ("if 'matplotlib.pyplot' in sys.modules:\n"
                  "    sys.modules['matplotlib.pyplot'].close('all')\n")
 
 
+def script_env(path, build_dir, root, base=os.environ):
+    """The variables a chapter's plain script runs with: the kernel's (the engine as of the
+    chapter), and the chapter's folder first on PYTHONPATH, as a kernel finds the modules
+    beside the page (book/benchmark_results.py); Python puts the script's own folder there."""
+    import execution
+
+    env = {**base, **execution.kernel_env(path, build_dir, root)}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(path.parent), env.get("PYTHONPATH")) if p)
+    return env
+
+
 def chapter_script(chapter):
     """A chapter's code cells as one plain script (matplotlib's Agg backend, every figure
     closed after each cell as the notebook's inline backend does); a `raises-exception`
-    cell may raise. It imports from the chapter's folder, its cwd, as a kernel does
-    (book/benchmark_results.py): a script's own folder is the one Python puts on sys.path."""
-    parts = ["import sys\nsys.path.insert(0, '')  # the cwd, the chapter's folder\n"
-             "import matplotlib\nmatplotlib.use('Agg')\n"]
+    cell may raise. It runs with `script_env`."""
+    parts = ["import sys\nimport matplotlib\nmatplotlib.use('Agg')\n"]
     for cell in chapter.cells:
         source = "\n".join(line for line in cell.source.splitlines()
                            if not line.lstrip().startswith(("%", "!")))
@@ -720,7 +729,6 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
 
         import book_config  # the working tree's tooling, reading the copy's chapters
         import myst_reader
-        import execution
 
         chapters = []
         env = build_env(copy)
@@ -734,7 +742,7 @@ def run_build(rebuilds=3, keep=False, commit=None, script_repeats=3):
             for _ in range(script_repeats):
                 start = time.perf_counter()
                 # on the engine as of the chapter, as in the build
-                chapter_env = {**env, **execution.kernel_env(path, copy / "_build", copy)}
+                chapter_env = script_env(path, copy / "_build", copy, env)
                 result = subprocess.run([sys.executable, str(script)], cwd=path.parent,
                                         env=chapter_env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
