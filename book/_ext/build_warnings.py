@@ -20,12 +20,11 @@ def check_source(app, docname, source):
     """source-read: a warning at each cell whose options do not read (the page is read
     without them) and at each data file the front matter names that does not exist; the
     page depends on those files."""
-    path = app.env.doc2path(docname)
-    if str(path).endswith(".md") and is_notebook(source[0]):
+    if is_notebook(source[0]):
         source[0], problems = comment_out_bad_options(source[0], app.srcdir)
         for line, what in problems:
             logger.warning(what, location=(docname, line))
-    for data in data_files(path, source[0]):
+    for data in data_files(app.env.doc2path(docname), source[0]):
         if not data.is_file():
             logger.warning(f"data file {data} (named in the front matter's data_files) "
                            "does not exist", location=(docname, 1), type="engine",
@@ -52,19 +51,17 @@ def shown_outputs(nb, glue, types=("display_data", "execute_result")):
 
 
 def textless_figures(nb, glue, lines):
-    """[(line, message, "figure")] for figures that reach the page as a repr, no image;
+    """(line, message, "figure") for each figure that reaches the page as a repr, no image;
     `lines` maps a cell's index to its fence line."""
-    found = []
     for index, output in shown_outputs(nb, glue, ["display_data"]):
         data = output.get("data", {})
         text = joined(data.get("text/plain", "")).strip()
         if set(data) <= {"text/plain"} and _OBJECT_REPR.match(text):
             name = output.get("metadata", {}).get("scrapbook", {}).get("name")
             what = f"glued value {name!r}" if name else "a displayed output"
-            found.append((lines.get(index), f"figure without an image: {what} shows only its "
-                          f"text {text!r}, no image (was matplotlib's backend switched, e.g. "
-                          "matplotlib.use(\"Agg\"), before it was shown?)", "figure"))
-    return found
+            yield (lines.get(index), f"figure without an image: {what} shows only its text "
+                   f"{text!r}, no image (was matplotlib's backend switched, e.g. "
+                   "matplotlib.use(\"Agg\"), before it was shown?)", "figure")
 
 
 def chapter_problems(app, docname):
@@ -81,16 +78,14 @@ def _chapter_problems(app, docname):
     for cell in cells:
         for failure in check_cell(cell, cell_output(nb.cells[cell.index].get("outputs", []))):
             detail = f"\n{failure.detail}" if failure.detail else ""
-            if failure.kind == "error":  # said as myst-nb would, without `allow_errors`
-                found.append((cell.line, failure.what + detail, "execution"))
-            else:
-                found.append((cell.line, f"unverified output: {failure.what}{detail}",
-                              "unverified"))
+            error = failure.kind == "error"  # said as myst-nb would, without `allow_errors`
+            found.append((cell.line, ("" if error else "unverified output: ") + failure.what
+                          + detail, "execution" if error else "unverified"))
     text = Path(app.env.doc2path(docname)).read_text(encoding="utf8")
     glued = {name: dict(output.get("data", {})) for name, output in glue.items()}
     for failure in check_glue(text, cells, glued, Path(app.srcdir)):
         found.append((failure.line, f"unchecked glue: {failure.what}", "glue"))
-    return found + textless_figures(nb, glue, {cell.index: cell.line for cell in cells})
+    return [*found, *textless_figures(nb, glue, {cell.index: cell.line for cell in cells})]
 
 
 def check_outputs(app, env):

@@ -38,8 +38,7 @@ def run_key(path, root=ROOT) -> str:
     if chapter is not None:
         engine = f"{chapter}-{snapshots.snapshot_hash(chapter, root)}"
     else:
-        files = sorted(p for p in (root / "engine").rglob("*") if p.is_file()
-                       and "__pycache__" not in p.parts)
+        files = sorted(p for p in (root / "engine").rglob("*") if "__pycache__" not in p.parts)
         engine = "installed-" + _hash_files(files, root)
     pins = [root / "requirements.txt", root / RUNTIME_PINS]  # the second is included by the first
     return f"{engine}/{_hash_files([*pins, *data_files(path)], root)}"

@@ -85,7 +85,6 @@ def execute(chapter, root, build_dir, env=None):
     # reads None or one below 1 as no limit
     timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", default_timeout(root))
     variables = {**os.environ, **kernel_env(chapter.path, build_dir, root), **(env or {})}
-    lines = {cell.index: cell.line for cell in chapter.cells}
     start = time.perf_counter()
     # Unix sockets in a folder of this run's own, not TCP ports: kernels started at the
     # same moment can pick the same "free" port. Short-named: a socket path has ~100 bytes.
@@ -99,13 +98,13 @@ def execute(chapter, root, build_dir, env=None):
             resources={"metadata": {"path": str(chapter.path.parent)}},
         )
         client.timeout_func = lambda cell: cell.metadata.get("timeout", timeout)
-        seconds, failures = run_cells(client, nb, lines, variables)
+        seconds, failures = run_cells(client, chapter.cells, variables)
     return nb, seconds, failures, time.perf_counter() - start
 
 
-def run_cells(client, nb, lines, variables):
-    """Start the kernel and run every code cell in order, up to a timeout or a dead kernel:
-    ({fence line: seconds}, [Failure] of what stopped the run)."""
+def run_cells(client, code_cells, variables):
+    """Start the kernel and run the notebook's code cells (CodeCell) in order, up to a
+    timeout or a dead kernel: ({fence line: seconds}, [Failure] of what stopped the run)."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
     from output_rules import Failure
@@ -113,13 +112,12 @@ def run_cells(client, nb, lines, variables):
     seconds, failures = {}, []
     with client.setup_kernel(env=variables):
         info = client.wait_for_reply(client.kc.kernel_info())  # raises on a timeout
-        nb.metadata["language_info"] = info["content"]["language_info"]
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
+        client.nb.metadata["language_info"] = info["content"]["language_info"]
+        for code_cell in code_cells:
+            cell = client.nb.cells[code_cell.index]
             start = time.perf_counter()
             try:
-                client.execute_cell(cell, index)
+                client.execute_cell(cell, code_cell.index)
             except (CellTimeoutError, DeadKernelError) as error:
                 what = f"kernel died: {error}"
                 if isinstance(error, CellTimeoutError):
@@ -128,8 +126,8 @@ def run_cells(client, nb, lines, variables):
                 name = type(error).__name__  # one of output_rules.STOPPING_ERRORS
                 cell.outputs.append(new_output("error", ename=name, evalue=what,
                                                traceback=[f"{name}: {what}"]))
-                failures.append(Failure(lines[index], what, kind="error"))
-            seconds[lines[index]] = time.perf_counter() - start
+                failures.append(Failure(code_cell.line, what, kind="error"))
+            seconds[code_cell.line] = time.perf_counter() - start
             if failures:
                 break
         client.set_widgets_metadata()

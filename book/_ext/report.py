@@ -38,9 +38,7 @@ def _engine_exports(root):
 def engine_modules(nb, root):
     """Sorted engine modules the notebook's code cells import."""
     exports, found = _engine_exports(root), set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
+    for cell in code_cells(nb):
         try:  # IPython's magics and shell lines are no Python
             tree = ast.parse("\n".join(line for line in cell.source.splitlines()
                                        if not line.lstrip().startswith(("%", "!"))))
@@ -48,15 +46,13 @@ def engine_modules(nb, root):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.split(".")[0] == "engine"}
-            elif not isinstance(node, ast.ImportFrom) or node.level:
-                continue
-            elif node.module == "engine":  # a module of engine's, or a name engine imports
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module != "engine":
+                found.add(node.module)
+            elif isinstance(node, ast.ImportFrom) and not node.level:  # engine's module or name
                 found |= {f"engine.{a.name}" if Path(root, "engine", f"{a.name}.py").exists()
                           else exports.get(a.name, "engine") for a in node.names}
-            elif node.module.startswith("engine."):
-                found.add(node.module)
-    return sorted(found)
+    return sorted(m for m in found if m.split(".")[0] == "engine")
 
 
 def status_of(row):
