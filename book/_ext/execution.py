@@ -82,7 +82,7 @@ def execute(chapter, root, build_dir, env=None):
 
     nb = copy.deepcopy(chapter.nb)
     # a chapter may override the timeout in its front matter, as myst-nb allows; nbclient
-    # reads None or one below 1 as no limit
+    # reads None, 0 or -1 as no limit
     timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", default_timeout(root))
     variables = {**os.environ, **kernel_env(chapter.path, build_dir, root), **(env or {})}
     start = time.perf_counter()
