@@ -62,11 +62,6 @@ class CannotMask(AssertionError):
 # -- notebooks -------------------------------------------------------------------------
 
 
-def execution_mode(chapter_nb) -> str | None:
-    """A page's own `mystnb: execution_mode:` (front matter), e.g. `force`, or None."""
-    return (chapter_nb.metadata.get("mystnb") or {}).get("execution_mode")
-
-
 def executed_notebook(path: Path, build: Path, root: Path):
     """The executed notebook of a chapter in `build`, as the build shows it (None if none)."""
     import engine_cache

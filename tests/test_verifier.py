@@ -271,7 +271,7 @@ def test_rewritten_chapter_passes_without_reexecuting(book):
 
 def test_cached_notebook_holds_the_outputs(book):
     root = book[0]
-    nb, _, _ = engine_cache.read_page_run(root / "book" / "good.md", root / "_build", root)
+    nb, _ = engine_cache.read_page_run(root / "book" / "good.md", root / "_build", root)
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert outputs[0]["text"] == "[0.  0.5 1. ]\n" and "language_info" in nb.metadata
     assert engine_cache.read_page_run(root / "book" / "good.md", root / "elsewhere",

@@ -56,9 +56,10 @@ def build_dir(root=ROOT) -> Path:
 # run only if they are the numbers it would make now.
 
 
-def trusted(record) -> bool:
-    """The cached run was made with this process's numbers, by the build or the verifier."""
-    return (record.data or {}).get(engine_cache.NUMERICS) == execution.numerics_json()
+def trusted(data) -> bool:
+    """The cached run (its record's data) was made with this process's numbers, by the
+    build or the verifier."""
+    return data.get(engine_cache.NUMERICS) == execution.numerics_json()
 
 
 @dataclasses.dataclass
@@ -151,12 +152,12 @@ def verify(path, root=ROOT, build=None, update=False, use_cache=True, env=None) 
 
     executed = None
     if use_cache:
-        executed, record = engine_cache.cached_run(chapter, build, root)
-        if executed is not None and not trusted(record):
+        executed, data = engine_cache.cached_run(chapter, build, root)
+        if executed is not None and not trusted(data):
             executed = None  # made in another numerical environment
         if executed is not None:
             result.source = "cache"
-            result.seconds = record.data.get("execution_seconds") or 0.0
+            result.seconds = data.get("execution_seconds") or 0.0
     run_failures = []
     if executed is None:
         executed, result.cell_seconds, run_failures, result.seconds = execution.execute(

@@ -4,8 +4,6 @@ a chapter's outputs depend on its engine snapshot, the pins and its data files t
 here (execution.execute, as in the verifier) and is stored with that key and the
 machine's numerics, and myst-nb only finds it ("Using cached notebook")."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 
@@ -40,64 +38,49 @@ def run_key(path, root=ROOT) -> str:
     if chapter is not None:
         engine = f"{chapter}-{snapshots.snapshot_hash(chapter, root)}"
     else:
-        files = sorted(p for p in (root / "engine").rglob("*") if p.is_file()
-                       and "__pycache__" not in p.parts)
+        files = sorted(p for p in (root / "engine").rglob("*") if "__pycache__" not in p.parts)
         engine = "installed-" + _hash_files(files, root)
     pins = [root / "requirements.txt", root / RUNTIME_PINS]  # the second is included by the first
     return f"{engine}/{_hash_files([*pins, *data_files(path)], root)}"
 
 
 def cached_run(chapter, build_dir, root=ROOT, any_run=False):
-    """(executed notebook, record) from the cache if it ran to its end on what the page
+    """(executed notebook, record data) from the cache if it ran to its end on what the page
     needs now (a run cut short is stored for myst-nb to show, and runs again next time),
-    else (None, None). With `any_run`, the run myst-nb shows (it matches cells only)."""
+    else (None, {}). With `any_run`, the run myst-nb shows (it matches cells only)."""
     cache = open_cache(build_dir)
     try:
-        record = cache.match_cache_notebook(chapter.nb)
+        data = cache.match_cache_notebook(chapter.nb).data or {}
     except KeyError:
-        return None, None
-    if not any_run and (record.data or {}).get(KEY) != run_key(chapter.path, root):
-        return None, None
+        return None, {}
+    if not any_run and data.get(KEY) != run_key(chapter.path, root):
+        return None, {}
     _, nb = cache.merge_match_into_notebook(chapter.nb)
     nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
-    return nb, record
+    return nb, data
 
 
 def read_as_built(path, root=ROOT):
     """The chapter as the build reads it: options that do not read commented out
     (build_warnings.py warns at them), or None if it is no notebook myst-nb can read."""
+    text = Path(path).read_text("utf8")
+    if not is_notebook(text):
+        return None
     try:
-        text = comment_out_bad_options(Path(path).read_text("utf8"), root)[0]
-        return read_chapter(path, root, text=text)
+        return read_chapter(path, root, text=comment_out_bad_options(text, root)[0])
     except (ChapterError, ValueError):
         return None
 
 
 def read_page_run(path, build_dir, root=ROOT):
-    """(notebook, glue by name, run seconds) the build shows for the page at `path`, or
-    (None, {}, None): from the cache, as myst-nb merges them (the seconds only if the run
-    is the one the page needs now). A page myst-nb runs itself (`execution_mode: force`)
-    is read where myst-nb wrote it, with its `display=False` glue in `.glue.json`."""
-    import json
-
-    import nbformat
-
-    path, root = Path(path).resolve(), Path(root).resolve()
+    """(notebook, run seconds) the build shows for the page at `path`, as myst-nb merges
+    it from the cache, or (None, None); the seconds only if the run is the one the page
+    needs now."""
     chapter = read_as_built(path, root)
     if chapter is None:
-        return None, {}, None
-    if (chapter.nb.metadata.get("mystnb") or {}).get("execution_mode") not in ("force", "inline"):
-        nb, record = cached_run(chapter, build_dir, root, any_run=True)
-        data = (record.data or {}) if record is not None else {}
-        return nb, {}, (data.get("execution_seconds")
-                        if data.get(KEY) == run_key(path, root) else None)
-    written = Path(build_dir) / "jupyter_execute" / path.relative_to(root).with_suffix(".ipynb")
-    if not written.exists():
-        return None, {}, None
-    nb = nbformat.read(written, as_version=4)
-    nb.metadata["source_map"] = chapter.nb.metadata.get("source_map")
-    glue = written.with_name(written.stem + ".glue.json")
-    return nb, json.loads(glue.read_text()) if glue.exists() else {}, None
+        return None, None
+    nb, data = cached_run(chapter, build_dir, root, any_run=True)
+    return nb, data.get("execution_seconds") if data.get(KEY) == run_key(path, root) else None
 
 
 def store(chapter, executed, build_dir, seconds, root=ROOT, failed=False):
@@ -131,13 +114,12 @@ def once_per_build(app, name, docname, make):
 def _page_run_with_glue(app, docname):
     from myst_nb.ext.glue import extract_glue_data_cell  # `display=False` values leave the cell
 
-    nb, glue, seconds = read_page_run(app.env.doc2path(docname), _build_dir(app),
-                                          app.srcdir)
+    nb, seconds = read_page_run(app.env.doc2path(docname), _build_dir(app), app.srcdir)
+    glue = {}
     for index, cell in enumerate(nb.cells if nb is not None else []):
-        if cell.cell_type == "code":
-            for key, output in extract_glue_data_cell(cell):
-                output.setdefault("metadata", {})["engine_cell_index"] = index
-                glue[key] = output
+        for key, output in extract_glue_data_cell(cell):  # only code cells have outputs
+            output.setdefault("metadata", {})["engine_cell_index"] = index
+            glue[key] = output
     return nb, glue, seconds
 
 
@@ -151,20 +133,12 @@ def _set_cache_path(app, config):
     config.nb_execution_cache_path = str(cache_dir(_build_dir(app)))
 
 
-def _notebook_paths(app):
-    paths = {}
-    for docname in app.env.found_docs:
-        path = Path(app.env.doc2path(docname))
-        if path.suffix == ".md" and is_notebook(path.read_text(encoding="utf8")):
-            paths[docname] = path
-    return paths
-
-
 def _outdated(app, env, added, changed, removed):
-    """Chapters whose engine snapshot (or data files) changed: read them again."""
+    """Chapters whose engine snapshot (or data files) changed since they were read: read
+    them again."""
     keys = getattr(env, ENV_KEYS, {})
-    return sorted(docname for docname, path in _notebook_paths(app).items()
-                  if docname in keys and keys[docname] != run_key(path, app.srcdir))
+    return sorted(docname for docname in env.found_docs & set(keys)
+                  if keys[docname] != run_key(env.doc2path(docname), app.srcdir))
 
 
 def _run_chapters(app, env, docnames):
@@ -172,17 +146,15 @@ def _run_chapters(app, env, docnames):
     import concurrent.futures
     import multiprocessing
 
-    import nbformat
     from sphinx.util import logging
 
     root, build = Path(app.srcdir), _build_dir(app)
     keys = env.__dict__.setdefault(ENV_KEYS, {})
-    paths = _notebook_paths(app)
     to_run = []
-    for docname in sorted(set(docnames) & set(paths)):
-        chapter = read_as_built(paths[docname], root)
+    for docname in sorted(docnames):
+        chapter = read_as_built(env.doc2path(docname), root)
         if chapter is not None:
-            keys[docname] = run_key(paths[docname], root)
+            keys[docname] = run_key(chapter.path, root)
             if cached_run(chapter, build, root)[0] is None:
                 to_run.append((docname, chapter))
     if not to_run:
@@ -196,14 +168,12 @@ def _run_chapters(app, env, docnames):
     # a spawned worker gets this sys.path
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        runs = {pool.submit(execution.execute_in_worker, str(chapter.path), chapter.text,
-                            str(root), str(build), env): (docname, chapter)
+        runs = {pool.submit(execution.execute, chapter, root, build, env): (docname, chapter)
                 for docname, chapter in to_run}
         for future in concurrent.futures.as_completed(runs):
             docname, chapter = runs[future]
-            text, cut_short, seconds = future.result()
-            store(chapter, nbformat.reads(text, as_version=4), build, seconds, root,
-                  failed=cut_short)
+            executed, _, failures, seconds = future.result()
+            store(chapter, executed, build, seconds, root, failed=bool(failures))
             logging.getLogger(__name__).info(
                 f"engine_cache: ran {docname} on {keys[docname]} in {seconds:.1f} s")
 

@@ -3,13 +3,10 @@
 stops the run and becomes the cell's error output, so the checks find it as they find a
 cell that raised."""
 
-from __future__ import annotations
-
 import copy
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,16 +19,13 @@ from book_config import ROOT, default_timeout
 
 def snapshot_chapter(path, root=ROOT):
     """The chapter whose snapshot the page at `path` runs on, or None (installed engine)."""
-    chapter = Path(path).stem
     if not (Path(root) / "engine" / "__init__.py").is_file():
         return None
     try:
-        if chapter not in snapshots.chapter_order(root):
-            return None
         snapshots.engine_lines(root)  # the markers must name pages of this book
+        return Path(path).stem if Path(path).stem in snapshots.chapter_order(root) else None
     except (snapshots.MarkerError, OSError, KeyError):
         return None
-    return chapter
 
 
 def kernel_env(path, build_dir, root=ROOT) -> dict:
@@ -76,11 +70,7 @@ def numerics_json() -> str:
     return json.dumps(probe({}), sort_keys=True)
 
 
-def _no_limit_below_zero(seconds):
-    return None if seconds is None or seconds < 0 else seconds
-
-
-def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None):
+def execute(chapter, root, build_dir, env=None):
     """Run the chapter's notebook in one kernel, cell by cell; keep going after an error.
 
     The kernel runs on the chapter's snapshot (`kernel_env`), plus `env`. Returns
@@ -90,54 +80,44 @@ def execute(chapter, root=ROOT, build_dir=None, env=None, default_timeout_s=None
     from nbclient import NotebookClient
     from traitlets.config import Config
 
-    build_dir = Path(build_dir) if build_dir is not None else Path(root) / "_build"
     nb = copy.deepcopy(chapter.nb)
-    timeout = default_timeout(root) if default_timeout_s is None else default_timeout_s
-    # a chapter may override the timeout in its front matter, as myst-nb allows
-    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", timeout)
-    timeout = _no_limit_below_zero(nb.metadata.get("execution", {}).get("timeout", timeout))
+    # a chapter may override the timeout in its front matter, as myst-nb allows; nbclient
+    # reads None, 0 or -1 as no limit
+    timeout = nb.metadata.get("mystnb", {}).get("execution_timeout", default_timeout(root))
+    variables = {**os.environ, **kernel_env(chapter.path, build_dir, root), **(env or {})}
+    start = time.perf_counter()
     # Unix sockets in a folder of this run's own, not TCP ports: kernels started at the
     # same moment can pick the same "free" port. Short-named: a socket path has ~100 bytes.
-    sockets = tempfile.mkdtemp(prefix="k")
-    client = NotebookClient(
-        nb, timeout=timeout, allow_errors=True,
-        config=Config({"KernelManager": {"transport": "ipc",
-                                         "ip": os.path.join(sockets, "s")}}),
-        record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
-        coalesce_streams=True,  # one stream output per name, however the kernel cut it
-        kernel_name=nb.metadata.get("kernelspec", {}).get("name", "python3"),
-        resources={"metadata": {"path": str(chapter.path.parent)}},
-    )
-    client.timeout_func = lambda cell: _no_limit_below_zero(cell.metadata.get("timeout", timeout))
-    variables = {**os.environ, **kernel_env(chapter.path, build_dir, root), **(env or {})}
-    lines = {cell.index: cell.line for cell in chapter.cells}
-    start = time.perf_counter()
-    client.reset_execution_trackers()
-    try:
-        seconds, failures = run_cells(client, nb, lines, variables)
-    finally:
-        shutil.rmtree(sockets, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="k", ignore_cleanup_errors=True) as sockets:
+        client = NotebookClient(
+            nb, timeout=timeout, allow_errors=True,
+            config=Config({"KernelManager": {"transport": "ipc",
+                                             "ip": os.path.join(sockets, "s")}}),
+            record_timing=False,  # as myst-nb: timings in cell metadata would change the hash
+            coalesce_streams=True,  # one stream output per name, however the kernel cut it
+            resources={"metadata": {"path": str(chapter.path.parent)}},
+        )
+        client.timeout_func = lambda cell: cell.metadata.get("timeout", timeout)
+        seconds, failures = run_cells(client, chapter.cells, variables)
     return nb, seconds, failures, time.perf_counter() - start
 
 
-def run_cells(client, nb, lines, variables):
-    """Start the kernel and run every code cell in order, up to a timeout or a dead kernel:
-    ({fence line: seconds}, [Failure] of what stopped the run)."""
+def run_cells(client, code_cells, variables):
+    """Start the kernel and run the notebook's code cells (CodeCell) in order, up to a
+    timeout or a dead kernel: ({fence line: seconds}, [Failure] of what stopped the run)."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from nbformat.v4 import new_output
     from output_rules import Failure
 
     seconds, failures = {}, []
     with client.setup_kernel(env=variables):
-        info = client.wait_for_reply(client.kc.kernel_info())
-        if info is not None and "language_info" in info["content"]:
-            nb.metadata["language_info"] = info["content"]["language_info"]
-        for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code":
-                continue
+        info = client.wait_for_reply(client.kc.kernel_info())  # raises on a timeout
+        client.nb.metadata["language_info"] = info["content"]["language_info"]
+        for code_cell in code_cells:
+            cell = client.nb.cells[code_cell.index]
             start = time.perf_counter()
             try:
-                client.execute_cell(cell, index)
+                client.execute_cell(cell, code_cell.index)
             except (CellTimeoutError, DeadKernelError) as error:
                 what = f"kernel died: {error}"
                 if isinstance(error, CellTimeoutError):
@@ -146,19 +126,10 @@ def run_cells(client, nb, lines, variables):
                 name = type(error).__name__  # one of output_rules.STOPPING_ERRORS
                 cell.outputs.append(new_output("error", ename=name, evalue=what,
                                                traceback=[f"{name}: {what}"]))
-                failures.append(Failure(lines[index], what, kind="error"))
-            seconds[lines[index]] = time.perf_counter() - start
+                failures.append(Failure(code_cell.line, what, kind="error"))
+            seconds[code_cell.line] = time.perf_counter() - start
             if failures:
                 break
         client.set_widgets_metadata()
     return seconds, failures
 
-
-def execute_in_worker(path, text, root, build_dir, env):
-    """`execute` in a worker process: (notebook as JSON, cut short?, seconds)."""
-    import nbformat
-    from myst_reader import read_chapter
-
-    executed, _, failures, seconds = execute(read_chapter(path, root, text=text), root,
-                                             build_dir, env)
-    return nbformat.writes(executed), bool(failures), seconds

@@ -7,21 +7,19 @@ from pathlib import Path
 from sphinx.util.docutils import SphinxDirective
 
 from book_config import chapter_paths
-from build_warnings import cell_failures
+from build_warnings import chapter_problems, shown_outputs
 from myst_reader import code_cells, prose_words
 from engine_cache import page_run
 from output_rules import STOPPING_ERRORS, is_interactive
 
 COLUMNS = ["Chapter", "Prose words", "Code cells", "Verified outputs", "Figures (interactive)",
            "Run time (s)", "Status", "Engine modules (engine.*)"]
+TOTALLED = ["words", "cells", "shown", "checked", "verified", "figures", "interactive", "seconds"]
 
 
 def figures(nb, glue):
     """(figures, interactive): image, player or widget outputs, in cells and glued."""
-    bundles = [o.get("data", {}) for c in nb.cells if c.cell_type == "code"
-               for o in c.get("outputs", [])
-               if o.get("output_type") in ("display_data", "execute_result")]
-    bundles += [o.get("data", {}) for o in glue.values()]
+    bundles = [output.get("data", {}) for _, output in shown_outputs(nb, glue)]
     shown = [b for b in bundles if any(k.startswith("image/") for k in b) or is_interactive(b)]
     return len(shown), sum(1 for b in shown if is_interactive(b))
 
@@ -40,9 +38,7 @@ def _engine_exports(root):
 def engine_modules(nb, root):
     """Sorted engine modules the notebook's code cells import."""
     exports, found = _engine_exports(root), set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
-            continue
+    for cell in code_cells(nb):
         try:  # IPython's magics and shell lines are no Python
             tree = ast.parse("\n".join(line for line in cell.source.splitlines()
                                        if not line.lstrip().startswith(("%", "!"))))
@@ -50,16 +46,13 @@ def engine_modules(nb, root):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.split(".")[0] == "engine"}
-            elif not isinstance(node, ast.ImportFrom) or node.level or not node.module:
-                continue
-            elif node.module == "engine":
-                for alias in node.names:
-                    module = (Path(root) / "engine" / f"{alias.name}.py").exists()
-                    found.add(f"engine.{alias.name}" if module else exports.get(alias.name, "engine"))
-            elif node.module.split(".")[0] == "engine":
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module != "engine":
                 found.add(node.module)
-    return sorted(found)
+            elif isinstance(node, ast.ImportFrom) and not node.level:  # engine's module or name
+                found |= {f"engine.{a.name}" if Path(root, "engine", f"{a.name}.py").exists()
+                          else exports.get(a.name, "engine") for a in node.names}
+    return sorted(m for m in found if m.split(".")[0] == "engine")
 
 
 def status_of(row):
@@ -77,7 +70,8 @@ def chapter_numbers(app, docname, root):
         return None
     cells = code_cells(nb)
     hidden = [c for c in cells if {"remove-cell", "remove-input"} & set(c.options.get("tags") or [])]
-    bad_lines = {cell.line for cell, _ in cell_failures(nb)}
+    bad_lines = {line for line, _, subtype in chapter_problems(app, docname)
+                 if subtype in ("execution", "unverified")}  # a cell's own output
     checked = [c.line for c in cells if c.expect is not None]
     n_figures, n_interactive = figures(nb, glue)
     return {"words": prose_words((Path(root) / f"{docname}.md").read_text("utf-8"), root),
@@ -104,34 +98,9 @@ def _table_row(cells):
     return "| " + " | ".join(map(str, cells)) + " |"
 
 
-def report_markdown(app):
-    """The report as a MyST table: a row per chapter, then the totals."""
-    root = Path(app.srcdir)
-    lines = ["```{table}", ":class: engine-report", ":widths: auto", "", _table_row(COLUMNS),
-             _table_row(["---"] * len(COLUMNS))]
-    total = dict.fromkeys(["words", "cells", "shown", "checked", "verified", "figures",
-                           "interactive", "seconds"], 0)
-    chapters = 0
-    for path in chapter_paths(root):
-        docname = path.relative_to(root).with_suffix("").as_posix()
-        row = chapter_numbers(app, docname, root)
-        if row is None:
-            continue
-        chapters += 1
-        for key in total:
-            total[key] += row[key] or 0
-        modules = ", ".join(f"`{m.split('.', 1)[-1]}`" for m in row["modules"]) or "-"
-        lines.append(_table_row([f"{{doc}}`/{docname}`", *_columns(row), status_of(row), modules]))
-    lines.append(_table_row([f"**{chapters} chapters**", *_columns(total), "", ""]))
-    return "\n".join(lines + ["```"])
-
-
 class MarkdownDirective(SphinxDirective):
     """A directive that becomes the MyST Markdown `markdown()` makes, rendered into the page
     as myst's {include} renders a file, headings and labels too (here and errors_page.py)."""
-
-    def markdown(self) -> str:
-        raise NotImplementedError
 
     def run(self):
         self.state._renderer.nested_render_text(self.markdown(), self.lineno)
@@ -140,11 +109,25 @@ class MarkdownDirective(SphinxDirective):
 
 class ExecutionReport(MarkdownDirective):
     def markdown(self):
+        """The report as a MyST table: a row per chapter, then the totals."""
         root = Path(self.env.srcdir)
         # read again when a chapter or the book's contents change: the numbers are theirs
-        for path in [root / "_toc.yml", *chapter_paths(root)]:
+        self.env.note_dependency(str(root / "_toc.yml"))
+        lines = ["```{table}", ":class: engine-report", ":widths: auto", "",
+                 _table_row(COLUMNS), _table_row(["---"] * len(COLUMNS))]
+        rows = []
+        for path in chapter_paths(root):
             self.env.note_dependency(str(path))
-        return report_markdown(self.env.app)
+            docname = path.relative_to(root).with_suffix("").as_posix()
+            row = chapter_numbers(self.env.app, docname, root)
+            if row is not None:
+                rows.append(row)
+                modules = ", ".join(f"`{m.split('.', 1)[-1]}`" for m in row["modules"]) or "-"
+                lines.append(_table_row([f"{{doc}}`/{docname}`", *_columns(row), status_of(row),
+                                         modules]))
+        total = {key: sum(row[key] or 0 for row in rows) for key in TOTALLED}
+        lines.append(_table_row([f"**{len(rows)} chapters**", *_columns(total), "", ""]))
+        return "\n".join(lines + ["```"])
 
 
 def setup(app):
