@@ -23,25 +23,21 @@ def zip_bytes(files: dict) -> bytes:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, date_time=STAMP)
-            info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            archive.writestr(info, files[name])
+            archive.writestr(info, files[name], compress_type=zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
 
-def notebook_name(docname):
-    """`book/tensors` -> `tensors.ipynb` inside the archive's notebooks/ folder."""
-    return docname.removeprefix("book/") + ".ipynb"
-
-
 def write_archive(out_zip, notebooks, root):
-    """Write the zip; `notebooks` maps a name under notebooks/ to its text."""
+    """Write the zip; `notebooks` maps a docname to its notebook's text, which goes in
+    notebooks/ (`book/tensors` as `notebooks/tensors.ipynb`)."""
     root, out_zip = Path(root), Path(out_zip)
     files = {"README.md": README.read_text(encoding="utf-8"),
              "pyproject.toml": (root / "pyproject.toml").read_text(),
              "requirements.txt": (root / RUNTIME_PINS).read_text(),
              **snapshots.finished_files(root),  # as the wheel has them: no markers
-             **{f"notebooks/{name}": text for name, text in notebooks.items()}}
+             **{f"notebooks/{docname.removeprefix('book/')}.ipynb": text
+                for docname, text in notebooks.items()}}
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_zip.with_suffix(".zip.tmp")
     tmp.write_bytes(zip_bytes({f"{ARCHIVE_TOP}/{k}": v for k, v in files.items()}))
