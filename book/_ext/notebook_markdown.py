@@ -31,8 +31,8 @@ class References:
     def __init__(self, app, docname):
         self.app, self.env, self.docname, self.root = app, app.env, docname, app.srcdir
         self.cited = {}  # citation keys in order of first citation
-        cite = self.env.domains.get("cite")  # sphinxcontrib-bibtex, in a book with a .bib
-        self.citations = {c.key: c for c in (cite.citations if cite else [])
+        # sphinxcontrib-bibtex's domain, in a book with a .bib
+        self.citations = {c.key: c for c in getattr(self.env.domains.get("cite"), "citations", [])
                           if c.bibliography_key.docname == docname}
 
     def number(self, kind, label):
@@ -42,19 +42,17 @@ class References:
     def role(self, name, body):
         if name.startswith(("cite", "footcite")):
             return self.cite(name, body)
-        explicit, text, target = split_explicit_title(body.strip())
-        text, target = text if explicit else "", target.strip()
+        explicit, title, target = split_explicit_title(body.strip())
         domain, _, kind = name.rpartition(":")
-        domain = domain or "std"
+        domain, target = domain or "std", target.strip()
         if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
             kind = "numref"  # sphinx-exercise shows a {ref} to an exercise as its number
-        inner = nodes.inline(text or target, text or target)
-        node = pending_xref("", inner, refdoc=self.docname, refdomain=domain, reftype=kind,
-                            reftarget=target, refexplicit=bool(text))
+        node = pending_xref("", nodes.inline(title, title), refdoc=self.docname, refdomain=domain,
+                            reftype=kind, reftarget=target, refexplicit=explicit)
         # a role's domain is registered, or the page would not have built
         found = self.env.domains[domain].resolve_xref(self.env, self.docname, self.app.builder,
-                                                      kind, target, node, inner)
-        shown = found.astext() if found is not None else text or target
+                                                      kind, target, node, node[0])
+        shown = found.astext() if found is not None else title
         docname = docname_join(self.docname, target)
         if kind == "doc" and "kernelspec" in self.env.metadata.get(docname, {}):
             return f"[{shown}]({docname.rpartition('/')[2]}.ipynb)"  # the notebook beside it
@@ -68,12 +66,11 @@ class References:
             self.env, self.docname, self.app.builder, role.partition(":")[2] or "p", keys,
             pending_xref(""), None)
         ids = {c.citation_id: key for key, c in self.citations.items()}
-        parts = []
-        for node in shown.children:
-            at = (node.get("refid") or node.get("refuri", "").rpartition("#")[2]
-                  if isinstance(node, nodes.reference) else None)
-            parts.append(f"[{node.astext()}](#ref-{ids[at]})" if at in ids else node.astext())
-        return "".join(parts)
+        for link in list(shown.findall(nodes.reference)):
+            at = link.get("refid") or link.get("refuri", "").rpartition("#")[2]
+            if at in ids:
+                link.replace_self(nodes.Text(f"[{link.astext()}](#ref-{ids[at]})"))
+        return shown.astext()
 
     def references_cells(self):
         """The chapter's bibliography as its page shows it, a cell for the notebook's end
@@ -115,9 +112,8 @@ def glue_figure_markdown(fence, glued, attachments, refs=None):
     number = refs.number("figure", label) if refs and label else None
     caption = f"**Figure {number}.** {caption}" if number else caption
     caption += f"\n\n{PLAYER_NOTE}" if is_player(data) else ""
-    png = data.get("image/png")
-    if png:
-        attachments[f"{fence.arg}.png"] = {"image/png": png}
+    if data.get("image/png"):
+        attachments[f"{fence.arg}.png"] = {"image/png": data["image/png"]}
         shown = f"![{str(options.get('alt', fence.arg)).replace(']', '')}](attachment:{fence.arg}.png)"
     else:
         shown = f"`{data['text/plain']}`" if "text/plain" in data else f"*(figure `{fence.arg}`)*"
@@ -139,15 +135,16 @@ def players_as_stills(cell):
 def plain_markdown(text, refs):
     """MyST Markdown, its roles shown (`show_roles`), as plain Markdown."""
     lines, out, cursor = text.split("\n"), [], 0
-    for fence in [f for f in fences(text, refs.root) if f.depth == 0] + [None]:
-        start = len(lines) if fence is None else fence.line - 1
-        for line in lines[cursor:start]:
-            target = _TARGET_LINE.match(line)
-            out.append(f'<a id="{target["label"]}"></a>' if target else line)
-        if fence is not None:
-            out += (lines[start:fence.end] if fence.name is None else _directive(fence, refs))
-            cursor = fence.end
-    return "\n".join(out)
+    for fence in (f for f in fences(text, refs.root) if f.depth == 0):
+        out += _anchors(lines[cursor:fence.line - 1])
+        out += lines[fence.line - 1:fence.end] if fence.name is None else _directive(fence, refs)
+        cursor = fence.end
+    return "\n".join(out + _anchors(lines[cursor:]))
+
+
+def _anchors(lines):
+    """`lines`, each `(label)=` target line an HTML anchor."""
+    return [_TARGET_LINE.sub(r'<a id="\g<label>"></a>', line) for line in lines]
 
 
 def _quote(lines):
@@ -166,8 +163,8 @@ def _solution_title(label, refs):
 def _directive(fence, refs):
     """Plain Markdown lines for one directive (its body rendered first)."""
     name, arg = fence.name, fence.arg.strip()
-    body = list(itertools.dropwhile(lambda line: not line.strip(), fence.body))
-    inner = plain_markdown("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
+    body = "\n".join(itertools.dropwhile(lambda line: not line.strip(), fence.body))
+    inner = plain_markdown(body, refs).split("\n") if body and name not in NOT_PROSE else []
     kind = name.removeprefix("prf:")
     title = show_roles(arg, refs.root, {}, refs) if arg else ""
     if kind in PROOF_TYPES or name == "exercise":

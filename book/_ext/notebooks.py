@@ -1,5 +1,8 @@
 """The readers' notebooks: every chapter as an executed .ipynb that runs in plain Jupyter,
-in its page's download menu (`_sources/<docname>.ipynb`) and in the book's archive.
+in its page's download menu (`_sources/<docname>.ipynb`) and in the book's archive,
+`downloads/autodiff-book.zip` (the intro links it), with the finished `engine` and
+pyproject.toml, the runtime pins as requirements.txt and archive_README.txt (its README.md),
+the same bytes every time.
 
 Each has the page's outputs; a first cell that unpacks the engine as of its chapter and
 the data the page reads; each `{listing}` as a Markdown cell; a fallback for `from myst_nb
@@ -7,21 +10,28 @@ import glue`; plain Markdown prose (notebook_markdown.py); hidden cells folded, 
 
 import base64
 import copy
+import io
+import posixpath
 import re
+import zipfile
 from pathlib import Path
 
 import nbformat
+from docutils import nodes
 
 import listings
 import snapshots
-from book_config import data_files, notebook_docnames
+from book_config import RUNTIME_PINS, data_files, notebook_docnames
 from engine_cache import page_run
 from execution import snapshot_chapter
 from myst_reader import fences
-from notebook_archive import ARCHIVE, book_archive_role, write_archive, zip_bytes
 from notebook_markdown import (References, fold_solutions, glue_figure_markdown, plain_markdown,
                                players_as_stills, show_roles)
 
+ARCHIVE = "downloads/autodiff-book.zip"
+ARCHIVE_TOP = "autodiff-book"
+STAMP = (2026, 1, 1, 0, 0, 0)
+README = Path(__file__).with_name("archive_README.txt")
 LISTING_TAG = "engine-listing"
 SNAPSHOT_TAG = "engine-snapshot"
 # folded where JupyterLab and Notebook 7 fold (nbformat's `jupyter.source_hidden` and
@@ -37,6 +47,17 @@ except ImportError:  # outside the book's build: show what display=True would sh
         if display:
             from IPython.display import display as show
             show(variable)'''
+
+
+def zip_bytes(files: dict) -> bytes:
+    """A zip of {name: text or bytes} that is the same bytes every time."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=STAMP)
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, files[name], compress_type=zipfile.ZIP_DEFLATED)
+    return buffer.getvalue()
 
 
 def listing_cell(fence, chapter, root):
@@ -180,13 +201,35 @@ def _build_finished(app, exception):
     for docname in notebook_docnames(app.env):
         nb, glue, _ = page_run(app, docname)
         if nb is not None:
-            nb = reader_notebook(nb, app.env.doc2path(docname), app.srcdir, glue,
-                                 References(app, docname))
-            text = notebooks[docname] = nbformat.writes(nb)
+            text = notebooks[docname] = nbformat.writes(reader_notebook(
+                nb, app.env.doc2path(docname), app.srcdir, glue, References(app, docname)))
             target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
     write_archive(Path(app.outdir) / ARCHIVE, notebooks, Path(app.srcdir))
+
+
+def write_archive(out_zip, notebooks, root):
+    """Write the zip; `notebooks` maps a docname to its notebook's text, which goes in
+    notebooks/ (`book/tensors` as `notebooks/tensors.ipynb`)."""
+    files = {"README.md": README.read_text(encoding="utf-8"),
+             "pyproject.toml": (root / "pyproject.toml").read_text(),
+             "requirements.txt": (root / RUNTIME_PINS).read_text(),
+             **snapshots.finished_files(root),  # as the wheel has them: no markers
+             **{f"notebooks/{docname.removeprefix('book/')}.ipynb": text
+                for docname, text in notebooks.items()}}
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_zip.with_suffix(".zip.tmp")
+    tmp.write_bytes(zip_bytes({f"{ARCHIVE_TOP}/{k}": v for k, v in files.items()}))
+    tmp.replace(out_zip)
+
+
+def book_archive_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{book-archive}`Download everything (.zip)``: a link to the archive of the book."""
+    env = inliner.document.settings.env
+    uri = posixpath.relpath(ARCHIVE, posixpath.dirname(env.docname) or ".")
+    return [nodes.reference(rawtext, text or posixpath.basename(ARCHIVE), refuri=uri,
+                            classes=["book-archive"])], []
 
 
 def setup(app):

@@ -27,21 +27,11 @@ def _section(doctree, title):
                  if section.children and section[0].astext().strip() == title), None)
 
 
-def chapters(env):
-    """The pages with a `level`: the chapters, whose sections link one another."""
-    return [d for d in env.found_docs if env.metadata.get(d, {}).get("level")]
-
-
 def linked_pages(app, docname):
     """The pages a chapter's "Before this chapter" links (by page, section or theorem),
-    read once per build from its doctree."""
-    return once_per_build(app, "reader_path_before", docname, _linked_pages)
-
-
-def _linked_pages(app, docname):
+    read from its doctree."""
     section = _section(app.env.get_doctree(docname), BEFORE)
-    labels = app.env.get_domain("std").labels
-    proofs = getattr(app.env, "proof_list", {})
+    labels, proofs = app.env.get_domain("std").labels, getattr(app.env, "proof_list", {})
     pages = []
     for xref in section.findall(pending_xref) if section is not None else []:
         kind, target = xref.get("reftype"), xref["reftarget"]
@@ -94,9 +84,8 @@ def plan_line(app, docname, doctree):
 
 
 def done_button(docname):
-    slug = posixpath.basename(docname)
     return nodes.raw("", (
-        f'<div class="reader-progress" data-chapter="{slug}">'
+        f'<div class="reader-progress" data-chapter="{posixpath.basename(docname)}">'
         f'<button type="button" class="reader-done" aria-pressed="false">Mark this chapter done</button>'
         '<p>Press it when you can do all of the above without notes. Your progress is kept in '
         'this browser only (its local storage): no account, nothing sent anywhere. The '
@@ -106,7 +95,7 @@ def done_button(docname):
 
 def unlocks_paragraph(app, docname):
     after = [d for d in toc_docnames(app.srcdir)
-             if d in chapters(app.env) and docname in linked_pages(app, d)]
+             if docname in once_per_build(app, "reader_path_before", d, linked_pages)]
     para = nodes.paragraph(classes=["reader-unlocks"])
     if not after:
         para += nodes.Text("No later chapter builds on this one directly.")
@@ -153,8 +142,8 @@ class ReaderPath(SphinxPostTransform):
 def read_all_chapters_again(app, env, added, changed, removed):
     """A chapter's "unlocks" line reads the others' sections: when a chapter is added,
     changed or removed, read them all again (nothing else changes that line)."""
-    touched = set(added) | set(removed) | set(changed) & set(chapters(env))
-    return chapters(env) if touched else []
+    chapters = [d for d in env.found_docs if env.metadata.get(d, {}).get("level")]
+    return chapters if added or removed or set(changed) & set(chapters) else []
 
 
 def setup(app):
