@@ -196,7 +196,7 @@ def fold_solutions(cells, refs):
     for cell in cells:
         if cell.cell_type == "code" and inside is not None:
             cell.metadata.setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
-            cell.metadata.setdefault("tags", []).append("solution")  # no page tags one so
+            cell.metadata.setdefault("tags", []).append("solution")  # no page tags a cell so
         if cell.cell_type != "markdown":
             continue
         parts, pieces = [], _SOLUTION_MARK.split(cell.source)
