@@ -109,7 +109,7 @@ ORPHAN = "Written, but never listed in _toc.yml.\n"
 def make_book(root: Path) -> Path:
     chapters = {name: FRONT + f"\n# {name}\n" + textwrap.dedent(body)
                 for name, body in CHAPTERS.items()}
-    # notebook_archive.py packs engine/, pyproject.toml and the pins into the site's archive
+    # notebooks.py packs engine/, pyproject.toml and the pins into the site's archive
     return books.make_book(root, CONFIG, chapters, pages={
         "pyproject.toml": '[project]\nname = "bad-edits"\n', "requirements.txt": "",
         "book/runtime-requirements.txt": "",

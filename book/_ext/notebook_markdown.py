@@ -3,7 +3,7 @@ as raw text): titled blocks become quotes, solutions and dropdowns <details>, a 
 the text the page shows (resolved by the build's domains), a glued value its text, a
 glued figure an attachment, a player its still frame with a note."""
 
-import base64
+import itertools
 import re
 
 import nbformat
@@ -30,9 +30,9 @@ class References:
 
     def __init__(self, app, docname):
         self.app, self.env, self.docname, self.root = app, app.env, docname, app.srcdir
-        self.cited = []  # citation keys in order of first citation
-        cite = self.env.domains.get("cite")  # sphinxcontrib-bibtex, in a book with a .bib
-        self.citations = {c.key: c for c in (cite.citations if cite else [])
+        self.cited = {}  # citation keys in order of first citation
+        # sphinxcontrib-bibtex's domain, in a book with a .bib
+        self.citations = {c.key: c for c in getattr(self.env.domains.get("cite"), "citations", [])
                           if c.bibliography_key.docname == docname}
 
     def number(self, kind, label):
@@ -42,23 +42,17 @@ class References:
     def role(self, name, body):
         if name.startswith(("cite", "footcite")):
             return self.cite(name, body)
-        if name == "math":
-            return f"${body}$"
-        if name in ("code", "literal", "file", "samp", "command", "kbd"):
-            return f"`{body}`"
-        explicit, text, target = split_explicit_title(body.strip())
-        text, target = text if explicit else "", target.strip()
+        explicit, title, target = split_explicit_title(body.strip())
         domain, _, kind = name.rpartition(":")
-        domain = "math" if kind == "eq" else domain or "std"
+        domain, target = domain or "std", target.strip()
         if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
             kind = "numref"  # sphinx-exercise shows a {ref} to an exercise as its number
-        inner = nodes.inline(text or target, text or target)
-        node = pending_xref("", inner, refdoc=self.docname, refdomain=domain, reftype=kind,
-                            reftarget=target, refexplicit=bool(text))
-        found = (self.env.domains[domain].resolve_xref(self.env, self.docname, self.app.builder,
-                                                       kind, target, node, inner)
-                 if domain in self.env.domains else None)
-        shown = found.astext() if found is not None else text or target
+        node = pending_xref("", nodes.inline(title, title), refdoc=self.docname, refdomain=domain,
+                            reftype=kind, reftarget=target, refexplicit=explicit)
+        # a role's domain is registered, or the page would not have built
+        found = self.env.domains[domain].resolve_xref(self.env, self.docname, self.app.builder,
+                                                      kind, target, node, node[0])
+        shown = found.astext() if found is not None else title
         docname = docname_join(self.docname, target)
         if kind == "doc" and "kernelspec" in self.env.metadata.get(docname, {}):
             return f"[{shown}]({docname.rpartition('/')[2]}.ipynb)"  # the notebook beside it
@@ -67,29 +61,25 @@ class References:
     def cite(self, role, keys):
         """The citation as the page shows it (sphinxcontrib-bibtex's style), each linked to
         its entry in the References cell."""
-        for key in [k.strip() for k in keys.split(",") if k.strip()]:
-            if key not in self.cited:
-                self.cited.append(key)
-        if "cite" not in self.env.domains:
-            return f"[{keys}]"
+        self.cited.update(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
         shown = self.env.domains["cite"].resolve_xref(
             self.env, self.docname, self.app.builder, role.partition(":")[2] or "p", keys,
             pending_xref(""), None)
         ids = {c.citation_id: key for key, c in self.citations.items()}
-        parts = []
-        for node in shown.children:
-            at = (node.get("refid") or node.get("refuri", "").rpartition("#")[2]
-                  if isinstance(node, nodes.reference) else None)
-            parts.append(f"[{node.astext()}](#ref-{ids[at]})" if at in ids else node.astext())
-        return "".join(parts)
+        for link in list(shown.findall(nodes.reference)):
+            at = link.get("refid") or link.get("refuri", "").rpartition("#")[2]
+            if at in ids:
+                link.replace_self(nodes.Text(f"[{link.astext()}](#ref-{ids[at]})"))
+        return shown.astext()
 
-    def references_cell(self):
-        """The chapter's bibliography as its page shows it, for the notebook's end."""
+    def references_cells(self):
+        """The chapter's bibliography as its page shows it, a cell for the notebook's end
+        (none when it cites nothing)."""
         lines = [f'- <a id="ref-{key}"></a>'
                  + self.citations[key].formatted_entry.text.render_as("text")
                  for key in self.cited if key in self.citations]
-        return nbformat.v4.new_markdown_cell("\n".join(["## References", ""] + lines), metadata={
-            "tags": ["engine-references"]}) if lines else None
+        return [nbformat.v4.new_markdown_cell("\n".join(["## References", ""] + lines), metadata={
+            "tags": ["engine-references"]})] if lines else []
 
 
 def show_roles(text, root, glued, refs=None):
@@ -116,27 +106,19 @@ def show_roles(text, root, glued, refs=None):
 
 def glue_figure_markdown(fence, glued, attachments, refs=None):
     """A glued figure: its PNG as a cell attachment, with its number and caption."""
-    from myst_nb.ext.glue.directives import PasteFigureDirective
-
-    data = glued.get(fence.arg, {})
-    options, caption = fence.parse(PasteFigureDirective)
-    caption, label = "\n".join(caption).strip(), options.get("name")
+    data, options = glued.get(fence.arg, {}), fence.options
+    caption, label = "\n".join(fence.body).strip(), options.get("name")
     caption = f"*{caption}*" if caption else ""
     number = refs.number("figure", label) if refs and label else None
     caption = f"**Figure {number}.** {caption}" if number else caption
     caption += f"\n\n{PLAYER_NOTE}" if is_player(data) else ""
-    png = data.get("image/png")
-    if png:
-        attachments[f"{fence.arg}.png"] = {"image/png": _base64(png)}
+    if data.get("image/png"):
+        attachments[f"{fence.arg}.png"] = {"image/png": data["image/png"]}
         shown = f"![{str(options.get('alt', fence.arg)).replace(']', '')}](attachment:{fence.arg}.png)"
     else:
         shown = f"`{data['text/plain']}`" if "text/plain" in data else f"*(figure `{fence.arg}`)*"
     anchor = f'<a id="{label}"></a>\n\n' if label else ""
     return anchor + shown + (f"\n\n{caption}" if caption else "")
-
-
-def _base64(data):
-    return data if isinstance(data, str) else base64.b64encode(data).decode()
 
 
 def players_as_stills(cell):
@@ -147,21 +129,22 @@ def players_as_stills(cell):
             data.pop("text/html", None)
             if data.get("image/png"):
                 data["text/markdown"] = ("![a still frame of the player](data:image/png;base64,"
-                                         f"{_base64(data['image/png']).strip()})\n\n{PLAYER_NOTE}")
+                                         f"{data['image/png'].strip()})\n\n{PLAYER_NOTE}")
 
 
 def plain_markdown(text, refs):
     """MyST Markdown, its roles shown (`show_roles`), as plain Markdown."""
     lines, out, cursor = text.split("\n"), [], 0
-    for fence in [f for f in fences(text, refs.root) if f.depth == 0] + [None]:
-        start = len(lines) if fence is None else fence.line - 1
-        for line in lines[cursor:start]:
-            target = _TARGET_LINE.match(line)
-            out.append(f'<a id="{target["label"]}"></a>' if target else line)
-        if fence is not None:
-            out += (lines[start:fence.end] if fence.name is None else _directive(fence, refs))
-            cursor = fence.end
-    return "\n".join(out)
+    for fence in (f for f in fences(text, refs.root) if f.depth == 0):
+        out += _anchors(lines[cursor:fence.line - 1])
+        out += lines[fence.line - 1:fence.end] if fence.name is None else _directive(fence, refs)
+        cursor = fence.end
+    return "\n".join(out + _anchors(lines[cursor:]))
+
+
+def _anchors(lines):
+    """`lines`, each `(label)=` target line an HTML anchor."""
+    return [_TARGET_LINE.sub(r'<a id="\g<label>"></a>', line) for line in lines]
 
 
 def _quote(lines):
@@ -179,18 +162,17 @@ def _solution_title(label, refs):
 
 def _directive(fence, refs):
     """Plain Markdown lines for one directive (its body rendered first)."""
-    name, arg, body = fence.name, fence.arg.strip(), list(fence.body)
-    while body and not body[0].strip():
-        body = body[1:]
-    inner = plain_markdown("\n".join(body), refs).split("\n") if body and name not in NOT_PROSE else []
+    name, arg = fence.name, fence.arg.strip()
+    body = "\n".join(itertools.dropwhile(lambda line: not line.strip(), fence.body))
+    inner = plain_markdown(body, refs).split("\n") if body and name not in NOT_PROSE else []
     kind = name.removeprefix("prf:")
     title = show_roles(arg, refs.root, {}, refs) if arg else ""
-    label = str(fence.options.get("label", ""))
-    anchor = [f'<a id="{label}"></a>'] if label else []
     if kind in PROOF_TYPES or name == "exercise":
+        label = str(fence.options.get("label", ""))
         number = refs.number(kind, label) if label else None
         head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
-        return anchor + _quote([f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)
+        return ([f'<a id="{label}"></a>'] if label else []) + _quote(
+            [f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)
     if kind == "proof":
         inner = [f"*Proof.* {inner[0] if inner else ''}".rstrip()] + inner[1:]
         return _quote(inner[:-1] + [inner[-1] + " ∎"])
@@ -199,18 +181,9 @@ def _directive(fence, refs):
     if name in ("solution", "dropdown"):
         return _details(_solution_title(arg, refs) if name == "solution" else title or "Details",
                         inner)
-    if name == "math":
-        return anchor + ["$$"] + body + ["$$"]
-    if name in ("code-block", "code", "sourcecode"):
-        return ["```" + arg] + body + ["```"]
-    if name in ("figure", "image"):
-        caption = " ".join(inner).strip()
-        return [f"![{fence.options.get('alt', '')}]({arg})"] + ([f"*{caption}*"] if caption else [])
-    if name == "only":
-        return inner if "html" in arg or "not" in arg else []
     if name == "bibliography":
         return []  # a References cell closes the notebook
-    if inner or title:  # an admonition (note, tip, ...) or another block of prose
+    if inner or title:  # an admonition or another block of prose
         return _quote([f"**{title or name.capitalize()}**", ""] + inner)
     return [f"*(On the book's page this place shows `{name}` output.)*"]
 
@@ -223,21 +196,13 @@ def fold_solutions(cells, refs):
     for cell in cells:
         if cell.cell_type == "code" and inside is not None:
             cell.metadata.setdefault("jupyter", {}).update(source_hidden=True, outputs_hidden=True)
-            tags = cell.metadata.setdefault("tags", [])
-            if "solution" not in tags:
-                tags.append("solution")
+            cell.metadata.setdefault("tags", []).append("solution")  # no page tags a cell so
         if cell.cell_type != "markdown":
             continue
         parts, pieces = [], _SOLUTION_MARK.split(cell.source)
         for at, piece in enumerate(pieces):  # text, then (start label or None, text) pairs
-            if at % 2:
-                if piece is not None:
-                    inside, opened = _solution_title(piece, refs), False
-                    continue
-                if inside is not None and not opened:  # a solution of code cells only
-                    parts.append("\n".join(_details(inside, ["(Its code is in the folded "
-                                                              "cells above.)"])))
-                inside = None
+            if at % 2:  # a mark: a solution starts (its label) or ends (None)
+                inside, opened = None if piece is None else _solution_title(piece, refs), False
             elif piece.strip() and inside is None:
                 parts.append(piece.strip("\n"))
             elif piece.strip():

@@ -13,13 +13,13 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import docname_join, logging
 
 from book_config import toc_docnames
+from engine_cache import once_per_build, page_run
 from myst_reader import fences, prose_words
 from report import figures
 
 LEVELS = ("introductory", "intermediate", "advanced")
 PROSE_PER_MINUTE, CODE_PER_MINUTE = 200, 100  # code is read more slowly
 BEFORE, DONE_WHEN, SOURCES = "Before this chapter", "You are done when", "Sources"
-KEY = "reader_path_before"  # env: {docname: [(reftype, target) its "Before this chapter" links]}
 
 
 def _section(doctree, title):
@@ -27,22 +27,14 @@ def _section(doctree, title):
                  if section.children and section[0].astext().strip() == title), None)
 
 
-def note_prerequisites(app, doctree):
-    """Remember which chapters a chapter's "Before this chapter" section links."""
-    section = _section(doctree, BEFORE)
-    if section is None:
-        return
-    docname = app.env.docname
-    links = [(x.get("reftype"), x["reftarget"]) for x in section.findall(pending_xref)]
-    getattr(app.env, KEY)[docname] = list(dict.fromkeys(links))
-
-
-def linked_pages(env, docname):
-    """The pages a chapter's "Before this chapter" links: by page, section or theorem."""
-    labels = env.get_domain("std").labels
-    proofs = getattr(env, "proof_list", {})
+def linked_pages(app, docname):
+    """The pages a chapter's "Before this chapter" links (by page, section or theorem),
+    read from its doctree."""
+    section = _section(app.env.get_doctree(docname), BEFORE)
+    labels, proofs = app.env.get_domain("std").labels, getattr(app.env, "proof_list", {})
     pages = []
-    for kind, target in getattr(env, KEY).get(docname, []):
+    for xref in section.findall(pending_xref) if section is not None else []:
+        kind, target = xref.get("reftype"), xref["reftarget"]
         if kind == "doc":
             pages.append(docname_join(docname, target))
         elif kind in ("ref", "numref") and target in labels:
@@ -55,15 +47,11 @@ def linked_pages(env, docname):
 def code_words(doctree):
     """Words of the code the page shows: listings and code-cell sources (myst-nb leaves
     out those it removes), not outputs."""
-    def in_output(node):
-        while node is not None:
-            if "cell_output" in node.get("classes", []):
-                return True
-            node = node.parent
-        return False
+    def words(node):
+        return sum(len(block.astext().split()) for block in node.findall(nodes.literal_block))
 
-    return sum(len(block.astext().split()) for block in doctree.findall(nodes.literal_block)
-               if not in_output(block))
+    outputs = [c for c in doctree.findall(nodes.container) if "cell_output" in c["classes"]]
+    return words(doctree) - sum(map(words, outputs))
 
 
 def reading_minutes(prose, code):
@@ -76,8 +64,6 @@ def _plural(n, word):
 
 def plan_line(app, docname, doctree):
     """The paragraph under the title, or None for a page that is not a chapter."""
-    from engine_cache import page_run
-
     level = app.env.metadata.get(docname, {}).get("level")
     if level is None:
         return None
@@ -98,9 +84,8 @@ def plan_line(app, docname, doctree):
 
 
 def done_button(docname):
-    slug = posixpath.basename(docname)
     return nodes.raw("", (
-        f'<div class="reader-progress" data-chapter="{slug}">'
+        f'<div class="reader-progress" data-chapter="{posixpath.basename(docname)}">'
         f'<button type="button" class="reader-done" aria-pressed="false">Mark this chapter done</button>'
         '<p>Press it when you can do all of the above without notes. Your progress is kept in '
         'this browser only (its local storage): no account, nothing sent anywhere. The '
@@ -109,9 +94,8 @@ def done_button(docname):
 
 
 def unlocks_paragraph(app, docname):
-    after = [d for d in getattr(app.env, KEY) if docname in linked_pages(app.env, d)]
-    order = toc_docnames(app.srcdir)
-    after.sort(key=lambda d: order.index(d) if d in order else len(order))
+    after = [d for d in toc_docnames(app.srcdir)
+             if docname in once_per_build(app, "reader_path_before", d, linked_pages)]
     para = nodes.paragraph(classes=["reader-unlocks"])
     if not after:
         para += nodes.Text("No later chapter builds on this one directly.")
@@ -120,10 +104,8 @@ def unlocks_paragraph(app, docname):
     for i, d in enumerate(after):
         if i:
             para += nodes.Text(", " if i < len(after) - 1 else " and ")
-        xref = pending_xref("", refdoc=docname, reftype="doc", refdomain="std",
-                            reftarget="/" + d, refexplicit=False, refwarn=True)
-        xref += nodes.inline(text=d)
-        para += xref
+        para += pending_xref("", nodes.inline(text=d), refdoc=docname, reftype="doc",
+                             refdomain="std", reftarget="/" + d, refexplicit=False, refwarn=True)
     para += nodes.Text(f", whose “{BEFORE}” " + ("sections link" if len(after) > 1 else "section links")
                        + " this one.")
     return para
@@ -136,52 +118,35 @@ class ReaderPath(SphinxPostTransform):
     formats = ("html",)
 
     def run(self, **kwargs):
-        add_path(self.app, self.document, self.env.docname)
-
-
-def add_path(app, doctree, docname):
-    line = plan_line(app, docname, doctree)
-    if line is None:
-        return
-    title = next(doctree.findall(nodes.title))
-    title.parent.insert(title.parent.index(title) + 1, line)
-    for para in doctree.findall(nodes.paragraph):
-        if para.astext().startswith(DONE_WHEN):
-            holder = para.parent
-            following = holder.index(para) + 1
-            if following < len(holder) and isinstance(holder[following], nodes.bullet_list):
-                following += 1
-            holder.insert(following, done_button(docname))
-            break
-    else:
-        logging.getLogger(__name__).warning(f"no '{DONE_WHEN}' paragraph", location=docname)
-    sources = _section(doctree, SOURCES)
-    place = sources.parent if sources is not None else title.parent
-    at = place.index(sources) if sources is not None else len(place)
-    place.insert(at, unlocks_paragraph(app, docname))
+        docname, doctree = self.env.docname, self.document
+        line = plan_line(self.app, docname, doctree)
+        if line is None:
+            return
+        title = next(doctree.findall(nodes.title))
+        title.parent.insert(title.parent.index(title) + 1, line)
+        done = next((para for para in doctree.findall(nodes.paragraph)
+                     if para.astext().startswith(DONE_WHEN)), None)
+        if done is None:
+            logging.getLogger(__name__).warning(f"no '{DONE_WHEN}' paragraph", location=docname)
+        else:  # after the paragraph, and after the list it opens
+            holder, at = done.parent, done.parent.index(done) + 1
+            if at < len(holder) and isinstance(holder[at], nodes.bullet_list):
+                at += 1
+            holder.insert(at, done_button(docname))
+        sources = _section(doctree, SOURCES)
+        place = sources.parent if sources is not None else title.parent
+        at = place.index(sources) if sources is not None else len(place)
+        place.insert(at, unlocks_paragraph(self.app, docname))
 
 
 def read_all_chapters_again(app, env, added, changed, removed):
     """A chapter's "unlocks" line reads the others' sections: when a chapter is added,
     changed or removed, read them all again (nothing else changes that line)."""
     chapters = [d for d in env.found_docs if env.metadata.get(d, {}).get("level")]
-    touched = set(added) | set(removed) | {d for d in changed if d in chapters}
-    return chapters if touched else []
-
-
-def purge(app, env, docname):
-    getattr(env, KEY, {}).pop(docname, None)
-
-
-def merge(app, env, docnames, other):
-    getattr(env, KEY).update({d: v for d, v in getattr(other, KEY, {}).items() if d in docnames})
+    return chapters if added or removed or set(changed) & set(chapters) else []
 
 
 def setup(app):
-    app.connect("builder-inited", lambda app: hasattr(app.env, KEY) or setattr(app.env, KEY, {}))
-    app.connect("doctree-read", note_prerequisites)
     app.connect("env-get-outdated", read_all_chapters_again)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
     app.add_post_transform(ReaderPath)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
