@@ -18,17 +18,13 @@ def expect_block_lines(text: str, indentation: str = "") -> list[str]:
 def _expect_key_span(lines: list[str], first: int, stop: int, pad: str):
     """(first, stop) of the `expect:` key and its value lines among the options between
     these lines, or (stop, stop), where a new one goes."""
-    for i in range(first, stop):
-        if re.match(rf"^{pad}expect\s*:", lines[i]):
-            end = i + 1
-            while end < stop and (
-                lines[end].startswith((pad + " ", pad + "\t")) or not lines[end].strip()
-            ):
-                end += 1
-            while end > i + 1 and not lines[end - 1].strip():
-                end -= 1  # trailing blank lines belong to the block around, not the value
-            return i, end
-    return stop, stop
+    key = next((i for i in range(first, stop) if re.match(rf"{pad}expect\s*:", lines[i])), stop)
+    deeper = (pad + " ", pad + "\t")  # the value's lines are indented deeper than its key
+    end = next((i for i in range(key + 1, stop)
+                if lines[i].strip() and not lines[i].startswith(deeper)), stop)
+    while end > key + 1 and not lines[end - 1].strip():
+        end -= 1  # trailing blank lines belong to the block around, not the value
+    return key, end
 
 
 def rewrite_expectations(text: str, updates: dict[int, str | None], root=ROOT) -> str:
@@ -38,25 +34,24 @@ def rewrite_expectations(text: str, updates: dict[int, str | None], root=ROOT) -
     cells = {fence.line: fence for fence in code_cell_fences(text, root)}
     # from the bottom up, so that the fences above stay where they are
     for fence_line in sorted(updates, reverse=True):
-        new = updates[fence_line]
-        block = options_block(lines, cells[fence_line])
-        if block is not None and block[0] == "yaml" and block[2] is not None:
-            _, first, stop = block
-            # the indentation myst-parser dedents the block by
-            body = [line for line in lines[first:stop] if line.strip()]
-            pad = " " * min((len(line) - len(line.lstrip(" ")) for line in body), default=0)
-            key, key_stop = _expect_key_span(lines, first, stop, pad)
-            lines[key:key_stop] = expect_block_lines(new, pad) if new is not None else []
-            if lines[first].startswith("---"):  # the block is now empty: remove it
-                del lines[first - 1 : first + 1]
-        elif new is None:
-            continue
-        elif block is not None and block[0] == "colon":
+        new, block = updates[fence_line], options_block(lines, cells[fence_line])
+        if new is None and (block is None or block[0] == "colon"):
+            continue  # no `---` block, so no `expect: |` to delete
+        if block is None:  # no options yet: an empty `---` block to fill
+            lines[fence_line:fence_line] = ["---", "---"]
+            block = "yaml", fence_line + 1, fence_line + 1
+        kind, first, stop = block  # a read chapter has no `---` block left open
+        if kind == "colon":
             raise ValueError(f"line {fence_line}: this cell's options are `:key: value` lines, "
                              "which cannot hold a multi-line expect:; turn them into a `---` "
                              "YAML block first")
-        else:
-            lines[fence_line:fence_line] = ["---"] + expect_block_lines(new) + ["---"]
+        # the indentation myst-parser dedents the block by
+        body = [line for line in lines[first:stop] if line.strip()]
+        pad = " " * min((len(line) - len(line.lstrip(" ")) for line in body), default=0)
+        key, key_stop = _expect_key_span(lines, first, stop, pad)
+        lines[key:key_stop] = expect_block_lines(new, pad) if new is not None else []
+        if lines[first].startswith("---"):  # the block is now empty: remove it
+            del lines[first - 1 : first + 1]
     return same_line_ends(text, lines)
 
 
