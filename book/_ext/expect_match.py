@@ -100,16 +100,15 @@ def parse_tolerance(spec) -> Tolerance | None:
 
 def compare(expected: str, got: str, tolerance=None) -> str | None:
     """None when `got` matches `expected`; otherwise what differs, in one line."""
-    if isinstance(tolerance, (str, type(None))):
+    if not isinstance(tolerance, Tolerance):  # a `tolerance:` option as the cell wrote it
         tolerance = parse_tolerance(tolerance)
     exp_texts, exp_numbers, noisy = tokenize_expected(expected)
     if tolerance is None:
         if any(noisy):
             raise ToleranceError(f"`{NOISY}` marks a noisy number but the cell declares no "
                                  f"tolerance: {TOLERANCE_HELP}")
-        if normalize(expected) == normalize(got):
-            return None
-        return "printed text differs from expect:"
+        same = normalize(expected) == normalize(got)
+        return None if same else "printed text differs from expect:"
     if not any(noisy):
         raise ToleranceError(f"tolerance {tolerance} is declared but no number of expect: "
                              f"is marked noisy: write `{NOISY}` before each noisy number")

@@ -224,7 +224,7 @@ def check_glue(text: str, cells: list[CodeCell], glued: dict, root=ROOT) -> list
             continue
         cell, expected = declared[use.name]
         try:
-            tolerance = parse_tolerance(cell.options.get("tolerance")) if has_marks(expected) else None
+            tolerance = cell.options.get("tolerance") if has_marks(expected) else None
             what = compare(expected, got or "", tolerance)
         except ToleranceError as error:
             failures.append(Failure(cell.line, f"glue: {use.name}: {error}"))
