@@ -40,7 +40,7 @@ def rewrite_expectations(text: str, updates: dict[int, str | None], root=ROOT) -
         if block is None:  # no options yet: an empty `---` block to fill
             lines[fence_line:fence_line] = ["---", "---"]
             block = "yaml", fence_line + 1, fence_line + 1
-        kind, first, stop = block  # a read chapter has no `---` block left open
+        kind, first, stop = block  # not "unclosed": read_chapter refuses that
         if kind == "colon":
             raise ValueError(f"line {fence_line}: this cell's options are `:key: value` lines, "
                              "which cannot hold a multi-line expect:; turn them into a `---` "

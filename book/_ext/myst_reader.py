@@ -89,22 +89,23 @@ def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
 
 def options_block(lines: list[str], fence: Fence):
     """Where the options of this code cell are in `lines`, by myst-parser's rules, as
-    0-based lines: ("yaml", first, close) for the lines between `---` and the closing `---`
-    (close None when never closed), ("colon", first, stop) for `:key: value` lines, or None."""
+    (kind, first, stop), 0-based: "yaml" for the lines between `---` and the closing `---`,
+    "unclosed" when none closes it (myst then reads the whole cell as options), "colon" for
+    `:key: value` lines; None when the cell has no options."""
     first, end = fence.line, fence.end - 1  # the line after the fence, the closing fence
     if first < end and lines[first].startswith("---"):
         close = next((i for i in range(first + 1, end) if re.match(r"^-{3,}", lines[i])), None)
-        return "yaml", first + 1, close
+        return ("yaml", first + 1, close) if close is not None else ("unclosed", first + 1, end)
     stop = first
     while stop < end and lines[stop].lstrip().startswith(":"):
         stop += 1
     return ("colon", first, stop) if stop > first else None
 
 
-def options_problem(lines: list[str], kind: str, first: int, stop: int | None):
+def options_problem(lines: list[str], kind: str, first: int, stop: int):
     """(line, what) when the options of this options_block do not read as a YAML mapping,
     else None (myst-nb says only "Code cell 2 at line 17 could not be read")."""
-    if stop is None:  # `first - 1` is the `---` line: 1-based, that is `first`
+    if kind == "unclosed":  # `first - 1` is the `---` line: 1-based, that is `first`
         return first, ("the cell's options block opened by `---` here is never closed: end "
                        "it with a `---` line before the code")
     if kind == "yaml":
@@ -148,12 +149,10 @@ def comment_out_bad_options(text: str, root=ROOT):
             continue
         problems.append(problem)
         kind, first, stop = block
-        if kind == "yaml":
-            # never closed: myst reads the whole cell as options, so it all becomes comments
-            stop = fence.end - 1 if stop is None else stop
-            lines[first:stop] = ["# " + line for line in lines[first:stop]]
-        else:
+        if kind == "colon":
             lines[first:stop] = [":# " + line.lstrip()[1:] for line in lines[first:stop]]
+        else:  # a `---` block, closed or not (then the whole cell)
+            lines[first:stop] = ["# " + line for line in lines[first:stop]]
     return (same_line_ends(text, lines) if problems else text), problems
 
 
