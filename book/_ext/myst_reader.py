@@ -28,9 +28,9 @@ def markdown_parser(root: Path):
 
 
 class _AnyDirective:
-    """Any option, as its text."""
+    """Any argument, and any option, as its text."""
     option_spec = collections.defaultdict(lambda: unchanged, any=unchanged)  # not empty: read
-    required_arguments = optional_arguments = 0
+    required_arguments, optional_arguments, final_argument_whitespace = 0, 1, True
     has_content = True
 
 
@@ -45,7 +45,6 @@ class Fence:
     level: int  # how many Markdown blocks (a list, a quote) enclose it in its own text
     options: dict = dataclasses.field(default_factory=dict)  # as MyST reads them: text
     body: list = dataclasses.field(default_factory=list)  # the lines after the options
-    body_line: int = 0  # 1-based line of body[0]
 
     def parse(self, directive_class):
         """(options, body lines) as MyST parses them for this directive class."""
@@ -60,9 +59,7 @@ def _fence(token, first_line: int, depth: int) -> Fence:
     fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1, name, arg,
                   token.content, depth, token.level)
     if fence.name is not None:
-        result = parse_directive_text(_AnyDirective, "", token.content)
-        fence.options, fence.body = dict(result.options), list(result.body)
-        fence.body_line = fence.line + 1 + result.body_offset
+        fence.options, fence.body = fence.parse(_AnyDirective)
     return fence
 
 
@@ -73,7 +70,9 @@ def _tokens(text: str, root, first_line: int = 1, depth: int = 0):
         fence = _fence(token, first_line, depth) if is_fence else None
         yield token, first_line, fence
         if fence is not None and fence.name is not None and fence.name not in NOT_PROSE:
-            yield from _tokens("\n".join(fence.body), root, fence.body_line, depth + 1)
+            # the body is the content's last lines (after the options)
+            body_line = fence.line + 1 + len(fence.content.splitlines()) - len(fence.body)
+            yield from _tokens("\n".join(fence.body), root, body_line, depth + 1)
 
 
 def fences(text: str, root=ROOT):
