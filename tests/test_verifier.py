@@ -506,3 +506,4 @@ def test_every_text_a_cell_shows_is_checked():
     assert failure.kind == "differs"
     figure = output_rules.cell_output(outputs[-1:])
     assert figure.text == ""
+    assert output_rules.check_cell(myst_reader.CodeCell(0, 3, "", {}), figure) == []  # no expect: needed
