@@ -93,10 +93,10 @@ def test_a_noisy_value_is_compared_within_the_cells_tolerance():
 
 def test_a_tolerance_for_glue_only_is_not_an_orphan():
     options = {"glue": {"g": "~5.5"}, "tolerance": "abs 0.2", "expect": "x = 1\n"}
-    output = output_rules.CellOutput("x = 1\n", "", None, True)
+    output = output_rules.CellOutput("x = 1\n", "", None)
     assert output_rules.check_cell(cell(options), output) == []
     lonely = {"tolerance": "abs 0.2"}
-    [failure] = output_rules.check_cell(cell(lonely), output_rules.CellOutput("", "", None, False))
+    [failure] = output_rules.check_cell(cell(lonely), output_rules.CellOutput("", "", None))
     assert "nothing is marked noisy" in failure.what
 
 

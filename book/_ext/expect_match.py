@@ -6,8 +6,6 @@ inside brackets go), so NumPy's padding never matters but every digit does. A ce
 marks with `~`. `carry_marks` keeps those marks when update mode rewrites an expectation.
 """
 
-from __future__ import annotations
-
 import dataclasses
 import difflib
 import math
@@ -73,18 +71,14 @@ class Tolerance:
         return self.kind if self.kind == "magnitude" else f"{self.kind} {self.amount:g}"
 
     def close(self, expected: float, got: float) -> bool:
-        if math.isnan(expected) or math.isnan(got):
-            return math.isnan(expected) and math.isnan(got)
-        if math.isinf(expected) or math.isinf(got):
-            return expected == got
+        if not (math.isfinite(expected) and math.isfinite(got)):  # nan matches nan, inf itself
+            return expected == got or (math.isnan(expected) and math.isnan(got))
         if self.kind == "abs":
             return abs(got - expected) <= self.amount
         if self.kind == "rel":
             return abs(got - expected) <= self.amount * abs(expected)
-        # magnitude: same sign, within a factor of 10; 0 only matches 0
-        if expected == 0 or got == 0:
-            return expected == got
-        return (expected > 0) == (got > 0) and 0.1 <= got / expected <= 10
+        # magnitude: within a factor of 10, so of the same sign; 0 only matches 0
+        return got == 0 if expected == 0 else 0.1 <= got / expected <= 10
 
 
 def parse_tolerance(spec) -> Tolerance | None:
@@ -106,16 +100,15 @@ def parse_tolerance(spec) -> Tolerance | None:
 
 def compare(expected: str, got: str, tolerance=None) -> str | None:
     """None when `got` matches `expected`; otherwise what differs, in one line."""
-    if isinstance(tolerance, (str, type(None))):
+    if not isinstance(tolerance, Tolerance):  # a `tolerance:` option as the cell wrote it
         tolerance = parse_tolerance(tolerance)
     exp_texts, exp_numbers, noisy = tokenize_expected(expected)
     if tolerance is None:
         if any(noisy):
             raise ToleranceError(f"`{NOISY}` marks a noisy number but the cell declares no "
                                  f"tolerance: {TOLERANCE_HELP}")
-        if normalize(expected) == normalize(got):
-            return None
-        return "printed text differs from expect:"
+        same = normalize(expected) == normalize(got)
+        return None if same else "printed text differs from expect:"
     if not any(noisy):
         raise ToleranceError(f"tolerance {tolerance} is declared but no number of expect: "
                              f"is marked noisy: write `{NOISY}` before each noisy number")

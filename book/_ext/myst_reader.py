@@ -1,15 +1,16 @@
 """The MyST reader: a chapter's fenced blocks, code cells and their options, and roles, on
 myst-parser's own markdown-it tokens under the book's MyST settings, as myst-nb reads them."""
 
-from __future__ import annotations
-
 import collections
 import dataclasses
 import functools
 import re
+import textwrap
 from pathlib import Path
 
+import yaml
 from docutils.parsers.rst.directives import unchanged
+from myst_parser.parsers.directives import parse_directive_text
 
 from book_config import ROOT, display_path, md_parser_config
 
@@ -27,9 +28,9 @@ def markdown_parser(root: Path):
 
 
 class _AnyDirective:
-    """Any option, as its text."""
+    """Any argument, and any option, as its text."""
     option_spec = collections.defaultdict(lambda: unchanged, any=unchanged)  # not empty: read
-    required_arguments = optional_arguments = 0
+    required_arguments, optional_arguments, final_argument_whitespace = 0, 1, True
     has_content = True
 
 
@@ -44,28 +45,21 @@ class Fence:
     level: int  # how many Markdown blocks (a list, a quote) enclose it in its own text
     options: dict = dataclasses.field(default_factory=dict)  # as MyST reads them: text
     body: list = dataclasses.field(default_factory=list)  # the lines after the options
-    body_line: int = 0  # 1-based line of body[0]
 
     def parse(self, directive_class):
         """(options, body lines) as MyST parses them for this directive class."""
-        from myst_parser.parsers.directives import parse_directive_text
-
         result = parse_directive_text(directive_class, self.arg, self.content)
         return dict(result.options), list(result.body)
 
 
 def _fence(token, first_line: int, depth: int) -> Fence:
-    from myst_parser.parsers.directives import parse_directive_text
-
     info = token.info.strip()
     directive = re.match(r"^\{([^}]+)\}\s*(.*)$", info)
     name, arg = directive.groups() if directive else (None, info)
     fence = Fence(first_line + token.map[0], first_line + token.map[1] - 1, name, arg,
                   token.content, depth, token.level)
     if fence.name is not None:
-        result = parse_directive_text(_AnyDirective, "", token.content)
-        fence.options, fence.body = dict(result.options), list(result.body)
-        fence.body_line = fence.line + 1 + result.body_offset
+        fence.options, fence.body = fence.parse(_AnyDirective)
     return fence
 
 
@@ -76,7 +70,9 @@ def _tokens(text: str, root, first_line: int = 1, depth: int = 0):
         fence = _fence(token, first_line, depth) if is_fence else None
         yield token, first_line, fence
         if fence is not None and fence.name is not None and fence.name not in NOT_PROSE:
-            yield from _tokens("\n".join(fence.body), root, fence.body_line, depth + 1)
+            # the body is the content's last lines (after the options)
+            body_line = fence.line + 1 + len(fence.content.splitlines()) - len(fence.body)
+            yield from _tokens("\n".join(fence.body), root, body_line, depth + 1)
 
 
 def fences(text: str, root=ROOT):
@@ -90,37 +86,29 @@ def code_cell_fences(text: str, root=ROOT) -> list[Fence]:
             if f.name == "code-cell" and f.depth == 0 and f.level == 0]
 
 
-def options_block(lines: list[str], fence: int, end: int | None = None):
-    """Where the options of the block fenced at 0-based `fence` are, by myst-parser's rules:
-    ("yaml", first, close) for a `---` block (close None when never closed), ("colon",
-    first, stop) for `:key: value` lines, or None."""
-    end = len(lines) if end is None else end
-    first = fence + 1
+def options_block(lines: list[str], fence: Fence):
+    """Where the options of this code cell are in `lines`, by myst-parser's rules, as
+    (kind, first, stop), 0-based: "yaml" for the lines between `---` and the closing `---`,
+    "unclosed" when none closes it (myst then reads the whole cell as options), "colon" for
+    `:key: value` lines; None when the cell has no options."""
+    first, end = fence.line, fence.end - 1  # the line after the fence, the closing fence
     if first < end and lines[first].startswith("---"):
         close = next((i for i in range(first + 1, end) if re.match(r"^-{3,}", lines[i])), None)
-        return "yaml", first, close
+        return ("yaml", first + 1, close) if close is not None else ("unclosed", first + 1, end)
     stop = first
     while stop < end and lines[stop].lstrip().startswith(":"):
         stop += 1
     return ("colon", first, stop) if stop > first else None
 
 
-def options_problem(lines: list[str], fence: Fence):
-    """(line, what) when the cell's options do not read as a YAML mapping, else None (myst-nb
-    says only "Code cell 2 at line 17 could not be read")."""
-    import textwrap
-
-    import yaml
-
-    block = options_block(lines, fence.line - 1, fence.end - 1)
-    if block is None:
-        return None
-    kind, first, stop = block
-    if kind == "yaml" and stop is None:
-        return fence.line + 1, ("the cell's options block opened by `---` here is never "
-                                "closed: end it with a `---` line before the code")
+def options_problem(lines: list[str], kind: str, first: int, stop: int):
+    """(line, what) when the options of this options_block do not read as a YAML mapping,
+    else None (myst-nb says only "Code cell 2 at line 17 could not be read")."""
+    if kind == "unclosed":  # `first - 1` is the `---` line: 1-based, that is `first`
+        return first, ("the cell's options block opened by `---` here is never closed: end "
+                       "it with a `---` line before the code")
     if kind == "yaml":
-        first, body = first + 1, textwrap.dedent("\n".join(lines[first + 1:stop]))
+        body = textwrap.dedent("\n".join(lines[first:stop]))
     else:
         body = "\n".join(line.lstrip()[1:] for line in lines[first:stop])
     try:
@@ -142,13 +130,6 @@ def options_problem(lines: list[str], fence: Fence):
     return None
 
 
-def _options_problems(text: str, root):
-    """[(Fence, (line, what))] for every code cell whose options do not read, in order."""
-    lines = text.splitlines()
-    return [(fence, problem) for fence in code_cell_fences(text, root)
-            if (problem := options_problem(lines, fence)) is not None]
-
-
 def same_line_ends(text: str, lines: list[str]) -> str:
     """`lines` joined as `text` joins its own: its newline, a final one if it has one."""
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -159,19 +140,19 @@ def comment_out_bad_options(text: str, root=ROOT):
     """(text, [(line, what)]): `text` with the options of every code cell that does not
     read made YAML comments, every line where it was, and what was wrong with each. The
     build reads those cells with no options, so one bad cell hides no other problem."""
-    found = _options_problems(text, root)
-    if not found:
-        return text, []
-    lines = text.splitlines()
-    for fence, _ in found:
-        kind, first, stop = options_block(lines, fence.line - 1, fence.end - 1)
-        if kind == "yaml":
-            # never closed: myst reads the whole cell as options, so it all becomes comments
-            stop = fence.end - 1 if stop is None else stop
-            lines[first + 1:stop] = ["# " + line for line in lines[first + 1:stop]]
-        else:
+    lines, problems = text.splitlines(), []
+    for fence in code_cell_fences(text, root):
+        block = options_block(lines, fence)
+        problem = options_problem(lines, *block) if block is not None else None
+        if problem is None:
+            continue
+        problems.append(problem)
+        kind, first, stop = block
+        if kind == "colon":
             lines[first:stop] = [":# " + line.lstrip()[1:] for line in lines[first:stop]]
-    return same_line_ends(text, lines), [problem for _, problem in found]
+        else:  # a `---` block, closed or not (then the whole cell)
+            lines[first:stop] = ["# " + line for line in lines[first:stop]]
+    return (same_line_ends(text, lines) if problems else text), problems
 
 
 @dataclasses.dataclass
@@ -184,10 +165,6 @@ class CodeCell:
     @property
     def expect(self):
         return self.options.get("expect")
-
-    @property
-    def tolerance(self):
-        return self.options.get("tolerance")
 
     @property
     def raises(self):  # an error is expected, and checked as text
@@ -217,21 +194,17 @@ def code_cells(nb) -> list[CodeCell]:
 
 
 def read_chapter(path, root=ROOT, text=None) -> Chapter:
-    """The chapter at `path` as myst-nb reads it; options that do not read raise
-    ChapterError naming their line."""
-    import yaml
-    from myst_nb.core.read import MystMetadataParsingError, read_myst_markdown_notebook
+    """The chapter at `path` as myst-nb reads it; options that do not read (as the build
+    finds them) raise ChapterError naming their line."""
+    from myst_nb.core.read import read_myst_markdown_notebook
 
     path = Path(path).resolve()
     text = path.read_text(encoding="utf8") if text is None else text
-    try:
-        nb = read_myst_markdown_notebook(text, config=md_parser_config(root),
-                                         add_source_map=True, path=str(path))
-    except (MystMetadataParsingError, yaml.YAMLError) as error:
-        problems = _options_problems(text, root)
-        if not problems:
-            raise
-        raise ChapterError(path, *problems[0][1], root) from error
+    problems = comment_out_bad_options(text, root)[1]
+    if problems:
+        raise ChapterError(path, *problems[0], root)
+    nb = read_myst_markdown_notebook(text, config=md_parser_config(root), add_source_map=True,
+                                     path=str(path))
     return Chapter(path, text, nb, code_cells(nb))
 
 

@@ -1,8 +1,6 @@
 """The book's rules for a cell's executed outputs and the glued values its prose shows,
 shared by the verifier and the build."""
 
-from __future__ import annotations
-
 import copy
 import dataclasses
 
@@ -21,14 +19,12 @@ class CellOutput:
     text: str  # stdout and the text of every rich output (shown_text), in order
     stderr: str
     error: str | None  # traceback, ANSI stripped
-    has_text: bool
     error_line: str | None = None  # `ValueError: message`
 
     def with_error_as_text(self) -> "CellOutput":  # for a `raises-exception` cell
         if self.error is None:
             return self
-        return dataclasses.replace(self, text=self.text + self.error_line + "\n", error=None,
-                                   has_text=True)
+        return dataclasses.replace(self, text=self.text + self.error_line + "\n", error=None)
 
 
 def html_text(markup: str) -> str:
@@ -77,7 +73,7 @@ def shown_text(data: dict, kind: str = "display_data") -> str | None:
 
 def cell_output(outputs, raises=False) -> CellOutput:
     """What a cell printed and the text of every result and display, in order."""
-    text, stderr, error, error_line, has_text = [], [], None, None, False
+    text, stderr, error, error_line = [], [], None, None
     for output in outputs:
         kind = output.get("output_type")
         if kind == "stream":
@@ -85,17 +81,15 @@ def cell_output(outputs, raises=False) -> CellOutput:
                 stderr.append(output.get("text", ""))
             else:
                 text.append(output.get("text", ""))
-                has_text = True
         elif kind in ("execute_result", "display_data"):
             shown = shown_text(output.get("data", {}), kind)
             if shown is not None:
                 text.append(shown if shown.endswith("\n") else shown + "\n")
-                has_text = True
         elif kind == "error" and not (error_line or "").startswith(STOPPING_ERRORS):
             # the error stopping the run, not the interrupt that the kernel says after it
             error_line = strip_ansi(f"{output.get('ename')}: {output.get('evalue')}")
             error = strip_ansi("\n".join(output.get("traceback", []))) or error_line
-    result = CellOutput("".join(text), "".join(stderr), error, has_text, error_line)
+    result = CellOutput("".join(text), "".join(stderr), error, error_line)
     return result.with_error_as_text() if raises else result
 
 
@@ -136,7 +130,7 @@ def _result_failures(cell: CodeCell, output: CellOutput) -> list[Failure]:
                         "not text: write it as a block (`expect: |` and the text below) or "
                         "quote it", indent(unified_diff(str(expect), output.text)), "differs")]
     try:
-        tolerance = parse_tolerance(cell.tolerance)
+        tolerance = parse_tolerance(cell.options.get("tolerance"))
     except ToleranceError as error:
         return [Failure(cell.line, str(error))]
     if tolerance is not None and not has_marks(expect or "") and _glue_marked(cell):
@@ -230,7 +224,7 @@ def check_glue(text: str, cells: list[CodeCell], glued: dict, root=ROOT) -> list
             continue
         cell, expected = declared[use.name]
         try:
-            tolerance = parse_tolerance(cell.tolerance) if has_marks(expected) else None
+            tolerance = cell.options.get("tolerance") if has_marks(expected) else None
             what = compare(expected, got or "", tolerance)
         except ToleranceError as error:
             failures.append(Failure(cell.line, f"glue: {use.name}: {error}"))
