@@ -30,35 +30,8 @@ BOOK_TOC = re.compile(r'<p aria-level="2" class="caption".*?(?=\s*</div>\s*</nav
 PAGE_TOC = re.compile(r'<nav aria-label="Page">.*?</nav>', re.S)  # the printed contents
 SOLUTION = re.compile(r'<div class="solution\b')
 
-PAPER = """<style>
-* { animation: none !important; }  /* opened blocks print at once, not fading in */
-@page { size: A4; margin: 16mm 14mm 18mm 14mm;
-  @bottom-center { content: counter(page) " / " counter(pages); font-size: 8px; } }
-article.bd-article + article.bd-article, .pdf-solutions { break-before: page; }
-div.math mjx-container, .pst-scrollable-table-container { overflow: visible !important; }
-div.math mjx-container[display="true"] { max-width: 100%; }
-figure, .cell_output img, div.solution, .proof, .theorem, .definition { break-inside: avoid; }
-a.headerlink { display: none !important; }
-#jb-print-toc nav ul { display: block; }
-div.animation :is(.anim-buttons, .anim-state, input.anim-slider) { display: none; }
-</style>
-<script>
-addEventListener("beforeprint", () => {
-  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
-  document.querySelectorAll('details').forEach(d => { d.open = true; });
-  document.querySelectorAll('.toggle-button').forEach(b => b.remove());
-  document.querySelectorAll('article.bd-article').forEach(chapter => {
-    const solutions = chapter.querySelectorAll('div.solution');
-    if (!solutions.length) return;
-    const end = document.createElement('section');
-    end.className = 'pdf-solutions';
-    end.innerHTML = '<h3>Solutions to the exercises of this chapter</h3>';
-    end.append(...solutions);
-    chapter.append(end);
-  });
-});
-</script>
-"""
+# the print style and the `beforeprint` handler, put into the joined page
+PAPER = Path(__file__).with_name("pdf_print.html").read_text(encoding="utf-8")
 
 
 def one_page(html=HTML, out=PDF.with_suffix(".html"), root=ROOT):
