@@ -130,8 +130,9 @@ def _forget_built_site(app):  # taken at the start: a file edited meanwhile buil
 
 
 def _stamp_built_site(app, exception):
-    # the README's build (-W -n) without a warning: the handlers before this one counted
-    if (exception is None and app.builder.name == "html" and app.warningiserror
+    # the README's build (-W --keep-going sets keep_going, -n nitpicky) without a warning:
+    # the handlers before this one counted theirs
+    if (exception is None and app.builder.name == "html" and app.keep_going
             and app.config.nitpicky and not app._warncount):
         _inputs_stamp(app.outdir).write_text(app.book_inputs)
 
