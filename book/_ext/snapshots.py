@@ -32,9 +32,8 @@ from book_config import ROOT, content_hash, toc_docnames
 
 PACKAGE = "engine"
 
-_ADDED = re.compile(r"^(?P<indent>[ ]*)#> (?P<chapter>[\w-]+)\s*$")
-_REPLACED = re.compile(
-    r"^(?P<indent>[ ]*)#< (?P<chapter>[\w-]+), replaced in (?P<until>[\w-]+)\s*$")
+_MARKER = re.compile(r"^(?P<indent>[ ]*)#(?:> (?P<added>[\w-]+)"
+                     r"|< (?P<replaced>[\w-]+), replaced in (?P<until>[\w-]+))\s*$")
 
 
 class MarkerError(ValueError):
@@ -60,15 +59,13 @@ def parse(text: str, path, order) -> list[Line]:
     """The lines of one engine file with their chapters, markers dropped; with `order`
     None, the chapters the markers name are not checked."""
     position = {chapter: i for i, chapter in enumerate(order or ())}
-    lines, stack = [], []  # stack: (indent, chapter, until, replaced)
+    lines, stack = [], []  # stack: (indent, chapter, until), `until` None but in replaced lines
     for number, raw in enumerate(text.splitlines(), 1):
-        added, replaced = _ADDED.match(raw), _REPLACED.match(raw)
-        if added or replaced:
-            match = added or replaced
-            indent = len(match["indent"])
+        if marker := _MARKER.match(raw):
+            indent = len(marker["indent"])
             while stack and stack[-1][0] >= indent:
                 stack.pop()
-            chapter, until = match["chapter"], replaced["until"] if replaced else None
+            chapter, until = marker["added"] or marker["replaced"], marker["until"]
             for name in [chapter, until] if order is not None else []:
                 if name is not None and name not in position:
                     raise MarkerError(path, number, f"marker names {name!r}, which is not a "
@@ -76,9 +73,9 @@ def parse(text: str, path, order) -> list[Line]:
             if order is not None and until is not None and position[until] <= position[chapter]:
                 raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
                                   "which does not come after it")
-            if stack and stack[-1][3] and stack[-1][0] < indent:
+            if stack and stack[-1][2] and stack[-1][0] < indent:
                 raise MarkerError(path, number, "a marker inside replaced lines")
-            stack.append((indent, chapter, until, bool(replaced)))
+            stack.append((indent, chapter, until))
             continue
         if not stack:
             raise MarkerError(path, number, "a line before any chapter marker: start the "
@@ -90,7 +87,7 @@ def parse(text: str, path, order) -> list[Line]:
         while len(stack) > 1 and stack[-1][0] > indent:
             stack.pop()
         top = stack[-1]
-        if top[3]:  # replaced lines: comments at the marker's indentation
+        if top[2]:  # replaced lines: comments at the marker's indentation
             body = raw[top[0]:]
             if indent == top[0] and body.startswith("# "):
                 lines.append(Line(" " * top[0] + body[2:], top[1], top[2], number))
