@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from book_config import ROOT, content_hash, toc_docnames
+from book_config import ROOT, content_hash, file_stamps, toc_docnames
 
 HTML, PDF = ROOT / "_build" / "html", ROOT / "_build" / "pdf" / "book.pdf"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -111,12 +111,11 @@ def _link_after_build(app, exception):
 def book_inputs(root=ROOT) -> str:
     """A hash of the name, time and size of every file of the book's top folder, book/ and
     engine/ (what a build reads): it changes when one is edited, added or removed."""
-    root = Path(root)
+    root = Path(root).resolve()
     found = [*root.glob("*"), *(root / "book").rglob("*"), *(root / "engine").rglob("*")]
     files = sorted(p for p in found if p.is_file() and not p.name.startswith(".")
                    and "__pycache__" not in p.parts)
-    return content_hash((p.relative_to(root).as_posix(),
-                         f"{p.stat().st_mtime_ns} {p.stat().st_size}") for p in files)
+    return content_hash((path, f"{time} {size}") for path, time, size in file_stamps(files))
 
 
 def _inputs_stamp(html) -> Path:

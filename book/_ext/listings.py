@@ -118,10 +118,6 @@ def _changes_only(shown, chapter, whole_object):
     return kept + ([None] if previous < len(shown) - 1 else [])
 
 
-def _indent(text):
-    return len(text) - len(text.lstrip(" "))
-
-
 def _replaced_lines(file, snapshot, whole, shown, chapter, whole_object, root):
     """{earlier chapter: its Lines of `file` that `chapter` replaces among or next to the
     `whole` range a listing selects, `None` between runs apart}: the runs next to a line
@@ -135,13 +131,13 @@ def _replaced_lines(file, snapshot, whole, shown, chapter, whole_object, root):
     # as deep as its first line (an old `def` or line above the new), or, after, as its last
     # (an old end of a block) or inside the object; past a later chapter's line, only the
     # object's own lines do.
-    before = _indent(whole[0].text)
-    after = before + 1 if whole_object else _indent(
+    before = snapshots.indentation(whole[0].text)
+    after = before + 1 if whole_object else snapshots.indentation(
         next(line.text for line in reversed(whole) if line.text.strip()))
 
     def outside(i, deep):
-        return (0 <= i < len(every) and every[i].text.strip()
-                and every[i].number not in in_snapshot and _indent(every[i].text) >= deep
+        return (0 <= i < len(every) and every[i].text.strip() and every[i].number not in in_snapshot
+                and snapshots.indentation(every[i].text) >= deep
                 and (whole_object or position[every[i].chapter] <= position[chapter]))
 
     while outside(first - 1, before):

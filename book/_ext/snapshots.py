@@ -28,7 +28,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from book_config import ROOT, content_hash, toc_docnames
+from book_config import ROOT, content_hash, file_stamps, toc_docnames
 
 PACKAGE = "engine"
 
@@ -48,6 +48,10 @@ class Line:
     chapter: str  # the chapter that introduces it
     until: str | None  # the chapter that replaces it, if one does
     number: int  # 1-based line in the file under engine/
+
+
+def indentation(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
 
 
 def chapter_order(root=ROOT) -> list[str]:
@@ -83,7 +87,7 @@ def parse(text: str, path, order) -> list[Line]:
         if not raw.strip():
             lines.append(Line("", stack[-1][1], stack[-1][2], number))
             continue
-        indent = len(raw) - len(raw.lstrip(" "))
+        indent = indentation(raw)
         while len(stack) > 1 and stack[-1][0] > indent:
             stack.pop()
         top = stack[-1]
@@ -138,19 +142,17 @@ def _modules(root) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
-def _engine_lines(root: str, stamp: tuple) -> dict:
+def _engine_lines(root: str, stamps: tuple) -> dict:
     order = chapter_order(root)
     return {Path(path).relative_to(root).as_posix():
             tuple(parse(Path(path).read_text(encoding="utf8"), path, order))
-            for path, _, _ in stamp if path.endswith(".py")}
+            for path, _, _ in stamps if path.endswith(".py")}
 
 
 def engine_lines(root=ROOT) -> dict[str, tuple]:
     """{`engine/x.py`: its Lines}, read again when a module or `_toc.yml` changes."""
     root = Path(root).resolve()
-    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                  for p in _modules(root) + [root / "_toc.yml"])
-    return _engine_lines(str(root), stamp)
+    return _engine_lines(str(root), file_stamps(_modules(root) + [root / "_toc.yml"]))
 
 
 def engine_chapters(root=ROOT) -> list[str]:
