@@ -167,17 +167,24 @@ def test_a_build_links_the_pdf_of_its_own_build_folder_only():
 
 def test_the_inputs_of_a_build_change_with_any_file_it_reads(tmp_path):
     """`site_is_built` compares them: an edit, a new file or a removed one under the top
-    folder, book/ or engine/ means the site is not built; the build's own files do not."""
-    for name in ("_toc.yml", "book/one.md", "engine/tensor.py"):
+    folder, book/ or engine/ means the site is not built; the build's own files do not.
+    A site that has lost a page is not built either."""
+    for name in ("book/one.md", "engine/tensor.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/one\n")
     before = book_pdf.book_inputs(tmp_path)
+    html = tmp_path / "_build" / "html"
+    assert not book_pdf.site_is_built(html, tmp_path)  # never built
     (tmp_path / "book" / "__pycache__").mkdir()
     (tmp_path / "book" / "__pycache__" / "one.pyc").write_text("x")
-    (tmp_path / "_build" / "html").mkdir(parents=True)
-    (tmp_path / "_build" / "html" / "one.html").write_text("x")
+    html.mkdir(parents=True)
+    (tmp_path / "_build" / ".html-inputs").write_text(before)  # as a clean build leaves it
     assert book_pdf.book_inputs(tmp_path) == before
-    assert not book_pdf.site_is_built(tmp_path / "_build" / "html", tmp_path)  # no stamp
+    assert not book_pdf.site_is_built(html, tmp_path)  # its page is gone
+    (html / "book").mkdir()
+    (html / "book" / "one.html").write_text("x")
+    assert book_pdf.site_is_built(html, tmp_path)
     (tmp_path / "engine" / "tensor.py").write_text("xy")
     edited = book_pdf.book_inputs(tmp_path)
     (tmp_path / "book" / "two.md").write_text("x")

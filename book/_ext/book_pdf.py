@@ -137,10 +137,11 @@ def _stamp_built_site(app, exception):
 
 
 def site_is_built(html=HTML, root=ROOT) -> bool:
-    """Whether the README's build made the site at `html` without a warning, and no file
-    it reads has changed since it started."""
-    stamp = _inputs_stamp(html)
-    return stamp.is_file() and stamp.read_text() == book_inputs(root)
+    """Whether the README's build made the site at `html` without a warning, no file it
+    reads has changed since it started, and the site still has every page of the book."""
+    stamp, pages = _inputs_stamp(html), [Path(html) / f"{d}.html" for d in toc_docnames(root)]
+    return (stamp.is_file() and stamp.read_text() == book_inputs(root)
+            and all(page.is_file() for page in pages))
 
 
 def setup(app):
