@@ -32,7 +32,7 @@ from book_config import ROOT, content_hash, file_stamps, toc_docnames
 
 PACKAGE = "engine"
 
-_MARKER = re.compile(r"^(?P<indent>[ ]*)#(?:> (?P<added>[\w-]+)"
+MARKER = re.compile(r"^(?P<indent>[ ]*)#(?:> (?P<added>[\w-]+)"
                      r"|< (?P<replaced>[\w-]+), replaced in (?P<until>[\w-]+))\s*$")
 
 
@@ -65,7 +65,7 @@ def parse(text: str, path, order) -> list[Line]:
     position = {chapter: i for i, chapter in enumerate(order or ())}
     lines, stack = [], []  # stack: (indent, chapter, until), `until` None but in replaced lines
     for number, raw in enumerate(text.splitlines(), 1):
-        if marker := _MARKER.match(raw):
+        if marker := MARKER.match(raw):
             indent = len(marker["indent"])
             while stack and stack[-1][0] >= indent:
                 stack.pop()
