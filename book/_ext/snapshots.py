@@ -63,7 +63,7 @@ def parse(text: str, path, order) -> list[Line]:
     """The lines of one engine file with their chapters, markers dropped; with `order`
     None, the chapters the markers name are not checked."""
     position = {chapter: i for i, chapter in enumerate(order or ())}
-    lines, stack = [], []  # stack: (indent, chapter, until), `until` None but in replaced lines
+    lines, stack = [], []  # stack: (indent, chapter, until), `until` set only in replaced lines
     for number, raw in enumerate(text.splitlines(), 1):
         if marker := MARKER.match(raw):
             indent = len(marker["indent"])
