@@ -47,10 +47,10 @@ def marker_order(text, snapshots) -> list:
     snapshots.parse checks its order against (reading _toc.yml's order needs Sphinx)."""
     order = graphlib.TopologicalSorter()
     for raw in text.splitlines():
-        if match := snapshots._REPLACED.match(raw):
-            order.add(match["until"], match["chapter"])
-        elif match := snapshots._ADDED.match(raw):
-            order.add(match["chapter"])
+        if (match := snapshots.MARKER.match(raw)) and match["until"]:
+            order.add(match["until"], match["replaced"])
+        elif match:
+            order.add(match["added"])
     return list(order.static_order())
 
 

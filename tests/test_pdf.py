@@ -160,8 +160,37 @@ def test_a_site_given_the_pdf_carries_it_and_links_it_once(tmp_path):
 def test_a_build_links_the_pdf_of_its_own_build_folder_only():
     """Built without a PDF, the intro links none (and no page asks the server for one);
     rebuilt once `_build/pdf/book.pdf` exists (even with no page out of date), the site
-    carries the file and the intro links it."""
+    carries the file and the intro links it. Each clean build leaves the site marked as
+    built (the PDF command builds no more); a build with a warning leaves it unmarked."""
     PDF_LINKS.result()
+
+
+def test_the_inputs_of_a_build_change_with_any_file_it_reads(tmp_path):
+    """`site_is_built` compares them: an edit, a new file or a removed one under the top
+    folder, book/ or engine/ means the site is not built; the build's own files do not.
+    A site that has lost a page is not built either."""
+    for name in ("book/one.md", "engine/tensor.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/one\n")
+    before = book_pdf.book_inputs(tmp_path)
+    html = tmp_path / "_build" / "html"
+    assert not book_pdf.site_is_built(html, tmp_path)  # never built
+    (tmp_path / "book" / "__pycache__").mkdir()
+    (tmp_path / "book" / "__pycache__" / "one.pyc").write_text("x")
+    html.mkdir(parents=True)
+    (tmp_path / "_build" / ".html-inputs").write_text(before)  # as a clean build leaves it
+    assert book_pdf.book_inputs(tmp_path) == before
+    assert not book_pdf.site_is_built(html, tmp_path)  # its page is gone
+    (html / "book").mkdir()
+    (html / "book" / "one.html").write_text("x")
+    assert book_pdf.site_is_built(html, tmp_path)
+    (tmp_path / "engine" / "tensor.py").write_text("xy")
+    edited = book_pdf.book_inputs(tmp_path)
+    (tmp_path / "book" / "two.md").write_text("x")
+    added = book_pdf.book_inputs(tmp_path)
+    (tmp_path / "book" / "one.md").unlink()
+    assert len({before, edited, added, book_pdf.book_inputs(tmp_path)}) == 4
 
 
 def pdf_links(folder):
@@ -175,6 +204,7 @@ def pdf_links(folder):
     html = book / "_build" / "html"
     code, log = books.run_build(book)
     assert code == 0, log[-3000:]
+    assert book_pdf.site_is_built(html, book)
     intro = (html / "book" / "intro.html").read_text()
     assert "book.pdf" not in intro and not (html / "book.pdf").exists()
     pdf = book / "_build" / "pdf" / "book.pdf"
@@ -184,6 +214,12 @@ def pdf_links(folder):
     assert code == 0, log[-3000:]
     intro = (html / "book" / "intro.html").read_text()
     assert intro.count('href="../book.pdf"') == 1 and (html / "book.pdf").exists()
+    assert book_pdf.site_is_built(html, book)
+    (book / "book" / "one.md").write_text("# One\n\nA reference to {ref}`nowhere`.\n")
+    assert not book_pdf.site_is_built(html, book)
+    code, log = books.run_build(book)
+    assert code != 0 and "nowhere" in log, log[-3000:]
+    assert not book_pdf.site_is_built(html, book) and not (book / "_build" / ".html-inputs").exists()
 
 
 PDF_LINKS = Job("pdf-links", pdf_links, guess=8)

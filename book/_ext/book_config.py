@@ -37,6 +37,11 @@ def default_timeout(root=ROOT):
     return book_config(root).get("nb_execution_timeout", 30)
 
 
+def file_stamps(paths) -> tuple:
+    """(path, modification time, size) of each file: what an edit of one changes."""
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+
+
 def content_hash(named_contents) -> str:
     """A short hash of (name, str or bytes) pairs: what cached outputs are keyed on."""
     digest = hashlib.sha256()
@@ -78,16 +83,15 @@ def is_notebook(text: str) -> bool:
 
 
 @functools.lru_cache(maxsize=8)
-def _site_map(toc: str, stamp: tuple):
+def _site_map(stamps: tuple):
     from sphinx_external_toc.parsing import parse_toc_yaml
 
-    return parse_toc_yaml(toc)
+    return parse_toc_yaml(stamps[0][0])
 
 
 def site_map(root=ROOT):
     """sphinx-external-toc's site map of `<root>/_toc.yml` (read again when it changes)."""
-    toc = Path(root) / "_toc.yml"
-    return _site_map(str(toc), (toc.stat().st_mtime_ns, toc.stat().st_size))
+    return _site_map(file_stamps([Path(root) / "_toc.yml"]))
 
 
 def toc_docnames(root=ROOT) -> list[str]:

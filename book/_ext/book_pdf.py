@@ -2,12 +2,13 @@
 
     .venv/bin/python book/_ext/book_pdf.py          (the README's PDF command)
 
-It builds the site (after a build, nothing runs again), joins the articles of its pages in
-the book's order into `_build/pdf/book.html`, with the print style and a `beforeprint`
-handler that opens every folded block, moves each chapter's solutions to its end and hides
-the players' buttons, and prints that to A4 as `_build/pdf/book.pdf`. Then it copies the PDF
-into the site and links it from the intro, as a site build that finds the PDF does (`setup`):
-a site carries the link exactly when it carries the file. tests/test_pdf.py checks both.
+It builds the site unless a clean build left it as the book is now (`site_is_built`), joins
+the articles of its pages in the book's order into `_build/pdf/book.html`, with the print
+style and a `beforeprint` handler that opens every folded block, moves each chapter's
+solutions to its end and hides the players' buttons, and prints that to A4 as
+`_build/pdf/book.pdf`. Then it copies the PDF into the site and links it from the intro, as
+a site build that finds the PDF does (`setup`): a site carries the link exactly when it
+carries the file. tests/test_pdf.py checks both.
 """
 
 import os
@@ -18,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from book_config import ROOT, content_hash, file_stamps, toc_docnames
+
 HTML, PDF = ROOT / "_build" / "html", ROOT / "_build" / "pdf" / "book.pdf"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -30,43 +32,14 @@ BOOK_TOC = re.compile(r'<p aria-level="2" class="caption".*?(?=\s*</div>\s*</nav
 PAGE_TOC = re.compile(r'<nav aria-label="Page">.*?</nav>', re.S)  # the printed contents
 SOLUTION = re.compile(r'<div class="solution\b')
 
-PAPER = """<style>
-* { animation: none !important; }  /* opened blocks print at once, not fading in */
-@page { size: A4; margin: 16mm 14mm 18mm 14mm;
-  @bottom-center { content: counter(page) " / " counter(pages); font-size: 8px; } }
-article.bd-article + article.bd-article, .pdf-solutions { break-before: page; }
-div.math mjx-container, .pst-scrollable-table-container { overflow: visible !important; }
-div.math mjx-container[display="true"] { max-width: 100%; }
-figure, .cell_output img, div.solution, .proof, .theorem, .definition { break-inside: avoid; }
-a.headerlink { display: none !important; }
-#jb-print-toc nav ul { display: block; }
-div.animation :is(.anim-buttons, .anim-state, input.anim-slider) { display: none; }
-</style>
-<script>
-addEventListener("beforeprint", () => {
-  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
-  document.querySelectorAll('details').forEach(d => { d.open = true; });
-  document.querySelectorAll('.toggle-button').forEach(b => b.remove());
-  document.querySelectorAll('article.bd-article').forEach(chapter => {
-    const solutions = chapter.querySelectorAll('div.solution');
-    if (!solutions.length) return;
-    const end = document.createElement('section');
-    end.className = 'pdf-solutions';
-    end.innerHTML = '<h3>Solutions to the exercises of this chapter</h3>';
-    end.append(...solutions);
-    chapter.append(end);
-  });
-});
-</script>
-"""
+# the print style and the `beforeprint` handler, put into the joined page
+PAPER = Path(__file__).with_name("pdf_print.html").read_text(encoding="utf-8")
 
 
 def one_page(html=HTML, out=PDF.with_suffix(".html"), root=ROOT):
     """The site's pages joined in the book's order into the intro's page, its contents the
     book's; links between pages lead inside it, `../_static` and `../_images` into the site.
     Returns (page, chapters, solutions)."""
-    from book_config import toc_docnames
-
     docnames = toc_docnames(root)
     intro = (html / f"{docnames[0]}.html").read_text(encoding="utf-8")
     articles = [ARTICLE.search((html / f"{d}.html").read_text(encoding="utf-8"))[0]
@@ -133,22 +106,65 @@ def _link_after_build(app, exception):
         link_pdf(app.outdir, Path(app.outdir).parent / "pdf" / "book.pdf")
 
 
+# -- a site built cleanly is not built again ----------------------------------------------
+
+def book_inputs(root=ROOT) -> str:
+    """A hash of the name, time and size of every file of the book's top folder, book/ and
+    engine/ (what a build reads): it changes when one is edited, added or removed."""
+    root = Path(root).resolve()
+    found = [*root.glob("*"), *(root / "book").rglob("*"), *(root / "engine").rglob("*")]
+    files = sorted(p for p in found if p.is_file() and not p.name.startswith(".")
+                   and "__pycache__" not in p.parts)
+    return content_hash((path, f"{time} {size}") for path, time, size in file_stamps(files))
+
+
+def _inputs_stamp(html) -> Path:
+    return Path(html).parent / ".html-inputs"
+
+
+def _forget_built_site(app):  # taken at the start: a file edited meanwhile builds again
+    if app.builder.name == "html":
+        app.book_inputs = book_inputs(app.srcdir)
+        _inputs_stamp(app.outdir).unlink(missing_ok=True)
+
+
+def _stamp_built_site(app, exception):
+    # the README's build (-W --keep-going sets keep_going, -n nitpicky) without a warning:
+    # the handlers before this one counted theirs
+    if (exception is None and app.builder.name == "html" and app.keep_going
+            and app.config.nitpicky and not app._warncount):
+        _inputs_stamp(app.outdir).write_text(app.book_inputs)
+
+
+def site_is_built(html=HTML, root=ROOT) -> bool:
+    """Whether the README's build made the site at `html` without a warning, no file it
+    reads has changed since it started, and the site still has every page of the book."""
+    stamp, pages = _inputs_stamp(html), [Path(html) / f"{d}.html" for d in toc_docnames(root)]
+    return (stamp.is_file() and stamp.read_text() == book_inputs(root)
+            and all(page.is_file() for page in pages))
+
+
 def setup(app):
+    app.connect("builder-inited", _forget_built_site)
     app.connect("build-finished", _link_after_build, priority=910)
+    app.connect("build-finished", _stamp_built_site, priority=1000)  # the last handler
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 def main():
-    start = time.monotonic()
-    build = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", ".",
-                            "-W", "-n", "--keep-going"], cwd=ROOT, capture_output=True, text=True)
-    if build.returncode != 0:
-        raise SystemExit("the site's build failed:\n" + (build.stdout + build.stderr)[-4000:])
+    start, site = time.monotonic(), "the site was built already"
+    if not site_is_built():  # else the README's build would run no cell and change nothing
+        build = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", ".",
+                                "-W", "-n", "--keep-going"],
+                               cwd=ROOT, capture_output=True, text=True)
+        if build.returncode != 0:
+            raise SystemExit("the site's build failed:\n" + (build.stdout + build.stderr)[-4000:])
+        site = f"site build {time.monotonic() - start:.0f} s"
     built = time.monotonic()
     page, chapters, solutions = one_page()
     print_pdf(page)
     print(f"{PDF.relative_to(ROOT)}: {PDF.stat().st_size // 1024} KiB, {chapters} pages of the "
-          f"book, {solutions} solutions at chapter ends (site build {built - start:.0f} s, "
+          f"book, {solutions} solutions at chapter ends ({site}, "
           f"printing {time.monotonic() - built:.0f} s)")
     if link_pdf(HTML, PDF):
         print("_build/html: the intro links book.pdf")

@@ -16,6 +16,7 @@ its listings do not show (tests/test_snapshots.py requires none).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 from pathlib import Path
 
@@ -39,7 +40,6 @@ class Listing:
     chapter: str  # whose snapshot it shows
     what: str  # "Tensor.backward", or "" for a part of the file
     lines: list  # snapshots.Line shown, `None` where `...` stands for lines left out
-    new: set  # indices into `lines` introduced by `chapter`
     given_caption: str | None  # the listing's `:caption:`
     # {earlier chapter: its Lines that `chapter` replaces here, `None` between runs}
     replaced_lines: dict
@@ -57,6 +57,11 @@ class Listing:
 
     def replaced_caption(self, chapter, name=lambda c: f"`{c}`") -> str:
         return f"{self.where()}: the lines of {name(chapter)} that this listing replaces"
+
+    @property
+    def new(self) -> set:
+        """The indices into `lines` of the lines `chapter` introduces."""
+        return {i for i, line in enumerate(self.lines) if _introduced(line, self.chapter)}
 
     @property
     def mixed(self) -> bool:
@@ -95,83 +100,69 @@ def _find(lines, key, options, start):
     return found
 
 
-def _changes_only(shown, new, whole_object):
-    """This chapter's lines with one line of context, `None` for each run left out."""
+def _introduced(line, chapter):
+    return line is not None and line.chapter == chapter and line.text.strip()
+
+
+def _changes_only(shown, chapter, whole_object):
+    """`chapter`'s lines with one line of context, `None` for each run left out."""
+    new = [i for i, line in enumerate(shown) if _introduced(line, chapter)]
     keep = {j for i in new for j in (i - 1, i, i + 1)} | ({0} if whole_object else set())
     keep |= {i for i in range(1, len(shown) - 1) if i - 1 in keep and i + 1 in keep}
-    kept, kept_new, previous = [], set(), -1
+    kept, previous = [], -1
     for i in sorted(k for k in keep if 0 <= k < len(shown)):
         if i > previous + 1:
             kept.append(None)
-        if i in new:
-            kept_new.add(len(kept))
         kept.append(shown[i])
         previous = i
-    return kept + ([None] if previous < len(shown) - 1 else []), kept_new
+    return kept + ([None] if previous < len(shown) - 1 else [])
 
 
-def _indent(text):
-    return len(text) - len(text.lstrip(" "))
-
-
-def _replaced_lines(file, shown, chapter, kept, whole_object, root):
-    """{earlier chapter: its Lines of `file` that `chapter` replaces among or next to `shown`,
-    `None` between runs apart}; with `kept` (lines `:changes:` shows), the runs next to one."""
+def _replaced_lines(file, snapshot, whole, shown, chapter, whole_object, root):
+    """{earlier chapter: its Lines of `file` that `chapter` replaces among or next to the
+    `whole` range a listing selects, `None` between runs apart}: the runs next to a line
+    in `shown` (what `:changes:` keeps of the range)."""
     every = snapshots.engine_lines(root)[file]
     at = {line.number: i for i, line in enumerate(every)}
-    first, last = at[shown[0].number], at[shown[-1].number]
-    in_snapshot = {line.number for line in snapshots.snapshot_lines(chapter, root)[file]
-                   if line.text.strip()}
+    first, last = at[whole[0].number], at[whole[-1].number]
+    in_snapshot = {line.number for line in snapshot if line.text.strip()}
     position = {c: i for i, c in enumerate(snapshots.chapter_order(root))}
     # Old lines right before or after the range (no blank line between) belong to it when
     # as deep as its first line (an old `def` or line above the new), or, after, as its last
     # (an old end of a block) or inside the object; past a later chapter's line, only the
     # object's own lines do.
-    before = _indent(shown[0].text)
-    after = before + 1 if whole_object else _indent(
-        next(line.text for line in reversed(shown) if line.text.strip()))
+    before = snapshots.indentation(whole[0].text)
+    after = before + 1 if whole_object else snapshots.indentation(
+        next(line.text for line in reversed(whole) if line.text.strip()))
 
     def outside(i, deep):
-        return (0 <= i < len(every) and every[i].text.strip()
-                and every[i].number not in in_snapshot and _indent(every[i].text) >= deep
+        return (0 <= i < len(every) and every[i].text.strip() and every[i].number not in in_snapshot
+                and snapshots.indentation(every[i].text) >= deep
                 and (whole_object or position[every[i].chapter] <= position[chapter]))
 
     while outside(first - 1, before):
         first -= 1
     while outside(last + 1, after):
         last += 1
-    runs, run = [], []
-    for line in every[first:last + 1]:
-        if line.until == chapter and (line.text.strip() or run):
-            if run and run[-1].chapter != line.chapter:
-                runs.append(run)
-                run = []
-            run.append(line)
-        elif line.text.strip():  # a line of another kind ends the run; a blank one does not
-            if run:
-                runs.append(run)
-            run = []
-    runs += [run] if run else []
-    for r in runs:  # no trailing blank lines
-        while not r[-1].text.strip():
-            r.pop()
 
-    def neighbours(run):  # the nearest lines of the snapshot before and after the run
-        i, j = at[run[0].number] - 1, at[run[-1].number] + 1
-        while i >= 0 and every[i].number not in in_snapshot:
-            i -= 1
-        while j < len(every) and every[j].number not in in_snapshot:
-            j += 1
-        return {every[k].number for k in (i, j) if 0 <= k < len(every)}
+    def nearest(i, step):  # the number of the snapshot's nearest line from `i` on
+        while 0 <= i < len(every) and every[i].number not in in_snapshot:
+            i += step
+        return {every[i].number} if 0 <= i < len(every) else set()
 
+    # a run: lines of one chapter that `chapter` replaces, with no other line but blank ones
+    # between them; runs of a chapter are apart, so `None` goes between them
+    kept = {line.number for line in shown if line is not None}
+    solid = [i for i in range(first, last + 1) if every[i].text.strip()]
     grouped = {}
-    for run in runs:
-        if kept is not None and not neighbours(run) & kept:
+    for old, run in itertools.groupby(
+            solid, lambda i: every[i].chapter if every[i].until == chapter else None):
+        run = list(run)
+        if old is None or not (nearest(run[0] - 1, -1) | nearest(run[-1] + 1, 1)) & kept:
             continue
-        lines = grouped.setdefault(run[0].chapter, [])
-        if lines and any(ln.text.strip() for ln in every[at[lines[-1].number] + 1:at[run[0].number]]):
-            lines.append(None)
-        lines.extend(run)
+        lines = grouped.setdefault(old, [])
+        lines += [None] if lines else []
+        lines += [line for line in every[run[0]:run[-1] + 1] if line.until == chapter]
     return {c: grouped[c] for c in sorted(grouped, key=position.get)}
 
 
@@ -194,14 +185,11 @@ def listing_lines(file: str, options: dict, chapter: str, root=ROOT) -> Listing:
             last = _find(lines, "end-before", options, first) - 1
         elif options.get("end-at"):
             last = _find(lines, "end-at", options, first)
-    shown = lines[first:last + 1]
-    new = {i for i, line in enumerate(shown) if line.chapter == chapter and line.text.strip()}
-    whole, kept = shown, None
-    if "changes" in options:
-        shown, new = _changes_only(shown, new, bool(what))
-        kept = {line.number for line in shown if line is not None}
-    replaced = _replaced_lines(file, whole, chapter, kept, bool(what), root) if whole else {}
-    return Listing(file, chapter, what, shown, new, options.get("caption"), replaced)
+    whole = lines[first:last + 1]
+    shown = _changes_only(whole, chapter, bool(what)) if "changes" in options else whole
+    replaced = (_replaced_lines(file, lines, whole, shown, chapter, bool(what), root)
+                if whole else {})
+    return Listing(file, chapter, what, shown, options.get("caption"), replaced)
 
 
 class ListingDirective(SphinxDirective):
@@ -251,24 +239,19 @@ def unshown_lines(chapter: str, text: str, root=ROOT, replaced=False):
     listing in `text`, its page, shows (or shows in a block of replaced lines)."""
     from myst_reader import fences
 
-    shown = {}
+    shown = set()  # (file, line number)
     for fence in fences(text, root):
         if fence.name != "listing":
             continue
         listing = listing_lines(fence.arg, fence.parse(ListingDirective)[0], chapter, root)
         lines = listing.lines if not replaced else [
             line for lines in listing.replaced_lines.values() for line in lines]
-        shown.setdefault(listing.file, set()).update(
-            line.number for line in lines if line is not None)
-    missing = {}
+        shown.update((listing.file, line.number) for line in lines if line is not None)
     files = snapshots.engine_lines(root) if replaced else snapshots.snapshot_lines(chapter, root)
-    for file, lines in files.items():
-        left = [line.number for line in lines if line.text.strip()
-                and (line.until == chapter if replaced else line.chapter == chapter)
-                and line.number not in shown.get(file, set())]
-        if left:
-            missing[file] = left
-    return missing
+    missing = {file: [line.number for line in lines if line.text.strip()
+                      and (line.until == chapter if replaced else line.chapter == chapter)
+                      and (file, line.number) not in shown] for file, lines in files.items()}
+    return {file: numbers for file, numbers in missing.items() if numbers}
 
 
 def describe_unshown(chapter: str, missing: dict, what: str, root=ROOT) -> str:

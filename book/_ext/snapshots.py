@@ -28,13 +28,12 @@ import shutil
 import threading
 from pathlib import Path
 
-from book_config import ROOT, content_hash, toc_docnames
+from book_config import ROOT, content_hash, file_stamps, toc_docnames
 
 PACKAGE = "engine"
 
-_ADDED = re.compile(r"^(?P<indent>[ ]*)#> (?P<chapter>[\w-]+)\s*$")
-_REPLACED = re.compile(
-    r"^(?P<indent>[ ]*)#< (?P<chapter>[\w-]+), replaced in (?P<until>[\w-]+)\s*$")
+MARKER = re.compile(r"^(?P<indent>[ ]*)#(?:> (?P<added>[\w-]+)"
+                     r"|< (?P<replaced>[\w-]+), replaced in (?P<until>[\w-]+))\s*$")
 
 
 class MarkerError(ValueError):
@@ -51,6 +50,10 @@ class Line:
     number: int  # 1-based line in the file under engine/
 
 
+def indentation(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
 def chapter_order(root=ROOT) -> list[str]:
     """Every page of `_toc.yml` by its file name (`tensors`), in the book's order."""
     return [Path(docname).name for docname in toc_docnames(root)]
@@ -60,15 +63,13 @@ def parse(text: str, path, order) -> list[Line]:
     """The lines of one engine file with their chapters, markers dropped; with `order`
     None, the chapters the markers name are not checked."""
     position = {chapter: i for i, chapter in enumerate(order or ())}
-    lines, stack = [], []  # stack: (indent, chapter, until, replaced)
+    lines, stack = [], []  # stack: (indent, chapter, until), `until` set only in replaced lines
     for number, raw in enumerate(text.splitlines(), 1):
-        added, replaced = _ADDED.match(raw), _REPLACED.match(raw)
-        if added or replaced:
-            match = added or replaced
-            indent = len(match["indent"])
+        if marker := MARKER.match(raw):
+            indent = len(marker["indent"])
             while stack and stack[-1][0] >= indent:
                 stack.pop()
-            chapter, until = match["chapter"], replaced["until"] if replaced else None
+            chapter, until = marker["added"] or marker["replaced"], marker["until"]
             for name in [chapter, until] if order is not None else []:
                 if name is not None and name not in position:
                     raise MarkerError(path, number, f"marker names {name!r}, which is not a "
@@ -76,9 +77,9 @@ def parse(text: str, path, order) -> list[Line]:
             if order is not None and until is not None and position[until] <= position[chapter]:
                 raise MarkerError(path, number, f"{chapter!r} lines replaced in {until!r}, "
                                   "which does not come after it")
-            if stack and stack[-1][3] and stack[-1][0] < indent:
+            if stack and stack[-1][2] and stack[-1][0] < indent:
                 raise MarkerError(path, number, "a marker inside replaced lines")
-            stack.append((indent, chapter, until, bool(replaced)))
+            stack.append((indent, chapter, until))
             continue
         if not stack:
             raise MarkerError(path, number, "a line before any chapter marker: start the "
@@ -86,11 +87,11 @@ def parse(text: str, path, order) -> list[Line]:
         if not raw.strip():
             lines.append(Line("", stack[-1][1], stack[-1][2], number))
             continue
-        indent = len(raw) - len(raw.lstrip(" "))
+        indent = indentation(raw)
         while len(stack) > 1 and stack[-1][0] > indent:
             stack.pop()
         top = stack[-1]
-        if top[3]:  # replaced lines: comments at the marker's indentation
+        if top[2]:  # replaced lines: comments at the marker's indentation
             body = raw[top[0]:]
             if indent == top[0] and body.startswith("# "):
                 lines.append(Line(" " * top[0] + body[2:], top[1], top[2], number))
@@ -141,19 +142,17 @@ def _modules(root) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
-def _engine_lines(root: str, stamp: tuple) -> dict:
+def _engine_lines(root: str, stamps: tuple) -> dict:
     order = chapter_order(root)
     return {Path(path).relative_to(root).as_posix():
             tuple(parse(Path(path).read_text(encoding="utf8"), path, order))
-            for path, _, _ in stamp if path.endswith(".py")}
+            for path, _, _ in stamps if path.endswith(".py")}
 
 
 def engine_lines(root=ROOT) -> dict[str, tuple]:
     """{`engine/x.py`: its Lines}, read again when a module or `_toc.yml` changes."""
     root = Path(root).resolve()
-    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size)
-                  for p in _modules(root) + [root / "_toc.yml"])
-    return _engine_lines(str(root), stamp)
+    return _engine_lines(str(root), file_stamps(_modules(root) + [root / "_toc.yml"]))
 
 
 def engine_chapters(root=ROOT) -> list[str]:
