@@ -34,18 +34,17 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run  # noqa: E402  (beside this script; sets the thread variables before NumPy loads)
-import workloads as W  # noqa: E402
+import run  # beside this script, whose folder Python puts first; sets the thread variables
+import workloads as W  # before NumPy loads
 
-import argparse  # noqa: E402
-import cProfile  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
-import pstats  # noqa: E402
-import statistics  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
+import argparse
+import cProfile
+import gc
+import json
+import pstats
+import statistics
+import subprocess
+import time
 
 ROOT = run.ROOT
 RESULTS = ROOT / "book" / "data" / "step-profiles.json"
@@ -379,10 +378,13 @@ def glue_page(profiles_path=RESULTS, page=PAGE):
     `profile_<step>`, `profile_objects` in its cells' `glue:` options) from the stored profiles,
     as the page's cells glue them (book/step_profiles.py). The verifier's --update rewrites
     the tables' expect blocks, not these."""
+    import importlib.util
     import re
 
-    sys.path.insert(0, str(ROOT / "book"))
-    import step_profiles
+    spec = importlib.util.spec_from_file_location("step_profiles",
+                                                  ROOT / "book" / "step_profiles.py")
+    step_profiles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(step_profiles)
 
     profiles = step_profiles.load(profiles_path)
     texts = {"profile_objects": step_profiles.collector_sentence(profiles, "chain")}
