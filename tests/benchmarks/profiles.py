@@ -373,18 +373,25 @@ def summary(section):
 PAGE = ROOT / "book" / "fast.md"
 
 
+def page_module(name):
+    """book/<name>.py, loaded by its path: the page's cells import it from their folder."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "book" / f"{name}.py")
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def glue_page(profiles_path=RESULTS, page=PAGE):
     """Rewrite the glued texts that chapter fast declares for its profiles (`profile_<step>_on`,
     `profile_<step>`, `profile_objects` in its cells' `glue:` options) from the stored profiles,
     as the page's cells glue them (book/step_profiles.py). The verifier's --update rewrites
     the tables' expect blocks, not these."""
-    import importlib.util
     import re
 
-    spec = importlib.util.spec_from_file_location("step_profiles",
-                                                  ROOT / "book" / "step_profiles.py")
-    step_profiles = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(step_profiles)
+    page_module("benchmark_results")  # which step_profiles imports
+    step_profiles = page_module("step_profiles")
 
     profiles = step_profiles.load(profiles_path)
     texts = {"profile_objects": step_profiles.collector_sentence(profiles, "chain")}
