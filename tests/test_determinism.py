@@ -1,8 +1,8 @@
 """Two builds of the same sources agree: executed outputs, chapter pages and downloads.
 
 The slow test builds the real book ONCE more, from clean, into a folder of its own
-(`_build/determinism`, in a thread from the session's start, once the session's site is
-built: see `start_in_background`) with its own fresh execution cache (engine_cache puts it in
+(`_build/determinism`, started in the background as the session starts: see
+`start_in_background`) with its own fresh execution cache (engine_cache puts it in
 `<build>/.jupyter_cache`), and compares it with the session's build of `_build` (tests/browser/site_pages.py,
 shared with the browser and round-trip tests; in CI, a fresh clone, that one is from
 clean too). What may differ, and why, is declared in tests/determinism_check.py:
@@ -233,9 +233,6 @@ class SecondBuild:
         self.future = background.start(self._run)
 
     def _run(self):
-        # after the session's site, which the browser tests wait for: beside it, the two
-        # builds took about twice as long each, while this one is read last
-        build_site(ROOT)
         start = time.perf_counter()
         code, log = books.run_build(
             ROOT, command=["--path-output", str(self.out), *BUILD_COMMAND[3:]], timeout=1800)
@@ -254,9 +251,8 @@ def reads_background(item):
 
 
 def start_in_background(build):
-    """Start the second clean build's thread as the session starts (tests/conftest.py calls
-    this once the session is collected): it builds once the session's site is built, beside
-    the tests that read the site."""
+    """Start the second clean build as the session starts: it runs beside the tests that
+    use one core (tests/conftest.py calls this once the session is collected)."""
     if not _background:
         _background.append(SecondBuild(Path(build) / "determinism"))
 
