@@ -43,7 +43,7 @@ def test_what_a_job_raises_is_raised_by_its_result():
 @pytest.mark.skipif(sys.platform != "linux", reason="a nice value per thread is Linux's")
 def test_work_beside_the_session_runs_lower_and_so_do_the_processes_it_starts():
     """background.start(..., niceness=N) lowers its thread and the children it starts, and
-    never the session's thread; a side job's line keeps the session's priority."""
+    never the session's thread; a side job's line runs at background.BESIDE."""
     session = os.nice(0)
 
     def seen():
@@ -53,6 +53,6 @@ def test_work_beside_the_session_runs_lower_and_so_do_the_processes_it_starts():
 
     assert background.start(seen, niceness=3).result() == (3, 3)
     assert background.start(seen).result() == (0, 0)
-    assert Job("nice", lambda folder: seen(), line=Line()).result() == (0, 0)
+    assert Job("nice", lambda folder: seen(), line=Line()).result() == (background.BESIDE,) * 2
     background.lower()  # in the session's thread: nothing
     assert os.nice(0) == session

@@ -9,13 +9,9 @@ is collected and runs the tests the first names last. `start` runs a function in
 daemon thread (a session that stops early does not wait for it) and returns its future.
 
 The session's own tests are the test command's longest path: the site's build, then the
-tests that read the site. Work beside them that has room in its timeouts runs at a lower
-priority (`BESIDE`: the engine tests on each snapshot, the PDF once the site is built;
-the matrix of tests/test_numerics.py lower still), so that it takes the CPU they leave
-idle instead of slowing them down. What runs the book's cells under the book's own
-timeout (120 s a cell: the second clean build, the downloads' run) or waits under a
-short one (the side jobs) keeps the session's priority: lowered, a full run on a loaded
-machine timed out the quick benchmark run (300 s for about 40 s of work).
+tests that read the site. Work beside them runs at a lower priority (`BESIDE`; the matrix
+of tests/test_numerics.py lower still), so that it takes the CPU they leave idle instead
+of slowing them down, and ends while they run.
 """
 
 import concurrent.futures
