@@ -230,7 +230,7 @@ class SecondBuild:
         if pdf.exists():
             (self.out / "_build" / "pdf").mkdir(parents=True)
             shutil.copyfile(pdf, self.out / "_build" / "pdf" / "book.pdf")
-        self.future = background.start(self._run, niceness=background.BESIDE)
+        self.future = background.start(self._run)
 
     def _run(self):
         start = time.perf_counter()

@@ -191,7 +191,6 @@ def run_downloads(work):
     session's site run there alone, in a folder of its own: each one brings its own
     engine. Returns (the archive's top folder, the executed notebooks' folder, times)."""
     site = build_site(ROOT)
-    background.lower()  # in its thread, once the site is built (not in the main thread)
     archive = open_archive(site)
     shutil.rmtree(work, ignore_errors=True)  # nothing of an earlier session is read
     work.mkdir(parents=True)

@@ -1,14 +1,10 @@
 """The side jobs (tests/support/side_jobs.py): one run per session, one at a time, in a
 folder of their own; what a job raises fails the test that reads it."""
 
-import os
-import subprocess
-import sys
 import threading
 
 import pytest
 
-from support import background
 from support.side_jobs import Job, Line
 
 
@@ -38,21 +34,3 @@ def test_what_a_job_raises_is_raised_by_its_result():
 
     with pytest.raises(AssertionError, match="inside the job"):
         Job("fails", fails, line=Line()).result()
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="a nice value per thread is Linux's")
-def test_work_beside_the_session_runs_lower_and_so_do_the_processes_it_starts():
-    """background.start(..., niceness=N) lowers its thread and the children it starts, and
-    never the session's thread; a side job's line runs at background.BESIDE."""
-    session = os.nice(0)
-
-    def seen():
-        child = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"],
-                               capture_output=True, text=True, check=True)
-        return os.nice(0) - session, int(child.stdout) - session
-
-    assert background.start(seen, niceness=3).result() == (3, 3)
-    assert background.start(seen).result() == (0, 0)
-    assert Job("nice", lambda folder: seen(), line=Line()).result() == (background.BESIDE,) * 2
-    background.lower()  # in the session's thread: nothing
-    assert os.nice(0) == session

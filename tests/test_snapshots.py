@@ -292,8 +292,7 @@ def start_in_background(build):
     folder = Path(build) / "snapshot-tests"
     shutil.rmtree(folder, ignore_errors=True)
     chapters = [c for c in CHAPTERS if _test_files(c)]
-    futures = background.start_each(run_engine_tests, [(c, folder / c) for c in chapters],
-                                    niceness=background.BESIDE)
+    futures = background.start_each(run_engine_tests, [(c, folder / c) for c in chapters])
     _background.update(zip(chapters, futures))
 
 

@@ -27,7 +27,6 @@ def _print():
     from site_pages import build_site  # raises BuildFailed: the PDF needs a built site
 
     build_site(ROOT)
-    background.lower()  # once the site is built: the session's build is not slowed
     run = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     if run.returncode != 0 or not PDF.exists():
         return run, None

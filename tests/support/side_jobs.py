@@ -5,10 +5,9 @@ operations deep: the test process only waits on them, one after another, while a
 is often idle (the README's test command used about 1.3 of the two cores). A module
 defines `side_jobs(item)`, the `Job`s a test reads; tests/conftest.py starts every
 selected test's jobs as the session starts, in one thread, one job at a time, and runs
-those tests last, when their jobs are done; the thread runs at a lower priority
-(`background.BESIDE`), so the session's own tests come first. A test, or a fixture,
-calls `job.result()`: the job's value, or the exception it raised (an assertion inside
-it fails the test that reads it). Run alone, a test starts its job and waits for it.
+those tests last, when their jobs are done. A test, or a fixture, calls `job.result()`:
+the job's value, or the exception it raised (an assertion inside it fails the test
+that reads it). Run alone, a test starts its job and waits for it, as before.
 """
 
 from __future__ import annotations
@@ -20,8 +19,6 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-
-from support import background
 
 _folders: list = []
 atexit.register(lambda: [shutil.rmtree(f, ignore_errors=True) for f in _folders])
@@ -41,7 +38,6 @@ class Line:
                 self.thread.start()
 
     def _run(self):
-        background.lower()
         while True:
             job = self.queue.get()
             folder = Path(tempfile.mkdtemp(prefix=f"side-{job.name}-"))
