@@ -125,3 +125,22 @@ def test_players_are_still_figures_with_a_note(site):
                     f"{docname}: a caption says 'press play' with no still player and note "
                     "just before it")
     assert players, "no player is shown as a still figure with its note"
+
+
+def test_math_and_code_blocks_and_roles_become_plain_markdown():
+    """No chapter has them yet; a chapter that writes them must not get a notebook that
+    says "this place shows `math` output" or drops the dollars of an inline formula."""
+    import notebook_markdown as nm
+
+    class Page:  # what plain_markdown asks of a page: its folder, and no numbered labels
+        root = Path(__file__).resolve().parents[1]
+
+        def number(self, kind, label):
+            return None
+
+    text = ("Before.\n\n```{math}\n:label: eq-square\nx^2\n```\n\n"
+            "```{code-block} python\nprint(1)\n```\n\nAfter.")
+    assert nm.plain_markdown(text, Page()) == (
+        'Before.\n\n<a id="eq-square"></a>\n$$\nx^2\n$$\n\n```python\nprint(1)\n```\n\nAfter.')
+    assert nm.References.role(None, "math", r"\bar x") == r"$\bar x$"
+    assert nm.References.role(None, "code", "x.grad") == "`x.grad`"

@@ -78,9 +78,11 @@ def _chapter_problems(app, docname):
     for cell in cells:
         for failure in check_cell(cell, cell_output(nb.cells[cell.index].get("outputs", []))):
             detail = f"\n{failure.detail}" if failure.detail else ""
-            error = failure.kind == "error"  # said as myst-nb would, without `allow_errors`
-            found.append((cell.line, ("" if error else "unverified output: ") + failure.what
-                          + detail, "execution" if error else "unverified"))
+            if failure.kind == "error":  # said as myst-nb would, without `allow_errors`
+                found.append((cell.line, failure.what + detail, "execution"))
+            else:
+                found.append((cell.line, f"unverified output: {failure.what}{detail}",
+                              "unverified"))
     text = Path(app.env.doc2path(docname)).read_text(encoding="utf8")
     glued = {name: dict(output.get("data", {})) for name, output in glue.items()}
     for failure in check_glue(text, cells, glued, Path(app.srcdir)):

@@ -162,14 +162,14 @@ def _run_chapters(app, env, docnames):
     workers = min(len(to_run), os.cpu_count() or 1, 2)
     # two kernels on two cores: one BLAS thread each, or OpenBLAS's threads spin against
     # each other (the book verifies under 1 and 2 threads: tests/numerics.py)
-    env = {"OPENBLAS_NUM_THREADS": "1"} if workers > 1 and (
+    kernel_variables = {"OPENBLAS_NUM_THREADS": "1"} if workers > 1 and (
         "OPENBLAS_NUM_THREADS" not in os.environ) else None
     # a process per kernel client, as jupyter_client's sockets are not for sharing threads;
     # a spawned worker gets this sys.path
     with concurrent.futures.ProcessPoolExecutor(
             workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        runs = {pool.submit(execution.execute, chapter, root, build, env): (docname, chapter)
-                for docname, chapter in to_run}
+        runs = {pool.submit(execution.execute, chapter, root, build, kernel_variables):
+                (docname, chapter) for docname, chapter in to_run}
         for future in concurrent.futures.as_completed(runs):
             docname, chapter = runs[future]
             executed, _, failures, seconds = future.result()

@@ -16,8 +16,8 @@ def expect_block_lines(text: str, indentation: str = "") -> list[str]:
 
 
 def _expect_key_span(lines: list[str], first: int, stop: int, pad: str):
-    """(first, stop) of the `expect:` key and its value lines among the options between
-    these lines, or (stop, stop), where a new one goes."""
+    """(key, end): the lines of the `expect:` key and its value among the options between
+    `first` and `stop`, or (stop, stop), where a new one goes."""
     key = next((i for i in range(first, stop) if re.match(rf"{pad}expect\s*:", lines[i])), stop)
     deeper = (pad + " ", pad + "\t")  # the value's lines are indented deeper than its key
     end = next((i for i in range(key + 1, stop)

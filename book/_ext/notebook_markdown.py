@@ -42,9 +42,14 @@ class References:
     def role(self, name, body):
         if name.startswith(("cite", "footcite")):
             return self.cite(name, body)
+        if name == "math":
+            return f"${body}$"
+        if name in ("code", "literal", "file", "samp", "command", "kbd"):
+            return f"`{body}`"
         explicit, title, target = split_explicit_title(body.strip())
         domain, _, kind = name.rpartition(":")
-        domain, target = domain or "std", target.strip()
+        domain = "math" if kind == "eq" else domain or "std"
+        target = target.strip()
         if kind == "ref" and target in getattr(self.env, "sphinx_exercise_registry", {}):
             kind = "numref"  # sphinx-exercise shows a {ref} to an exercise as its number
         node = pending_xref("", nodes.inline(title, title), refdoc=self.docname, refdomain=domain,
@@ -181,6 +186,11 @@ def _directive(fence, refs):
     if name in ("solution", "dropdown"):
         return _details(_solution_title(arg, refs) if name == "solution" else title or "Details",
                         inner)
+    if name == "math":
+        return ([f'<a id="{fence.options["label"]}"></a>'] if "label" in fence.options else []
+                ) + ["$$", *fence.body, "$$"]
+    if name in ("code-block", "code", "sourcecode"):
+        return ["```" + arg, *fence.body, "```"]
     if name == "bibliography":
         return []  # a References cell closes the notebook
     if inner or title:  # an admonition or another block of prose
@@ -202,7 +212,8 @@ def fold_solutions(cells, refs):
         parts, pieces = [], _SOLUTION_MARK.split(cell.source)
         for at, piece in enumerate(pieces):  # text, then (start label or None, text) pairs
             if at % 2:  # a mark: a solution starts (its label) or ends (None)
-                inside, opened = None if piece is None else _solution_title(piece, refs), False
+                inside = None if piece is None else _solution_title(piece, refs)
+                opened = False
             elif piece.strip() and inside is None:
                 parts.append(piece.strip("\n"))
             elif piece.strip():
