@@ -82,12 +82,12 @@ _title = "{{doc}}`{}`".format  # on the page a chapter is its title, linked
 def _render(lines) -> str:
     """Lines dedented together, `...` (indented like the next line) for each None."""
     shown = [line.text if line is not None else None for line in lines]
-    width = min((len(t) - len(t.lstrip()) for t in shown if t and t.strip()), default=0)
+    width = min((snapshots.indentation(t) for t in shown if t and t.strip()), default=0)
     out = []
     for i, text in enumerate(shown):
         if text is None:
             after = next((t for t in shown[i + 1:] if t and t.strip()), "")
-            out.append(" " * max(len(after) - len(after.lstrip()) - width, 0) + "...")
+            out.append(" " * max(snapshots.indentation(after) - width, 0) + "...")
         else:
             out.append(text[width:])
     return "\n".join(out)
