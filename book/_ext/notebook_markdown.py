@@ -175,9 +175,14 @@ def _directive(fence, refs):
     if kind in PROOF_TYPES or name == "exercise":
         label = str(fence.options.get("label", ""))
         number = refs.number(kind, label) if label else None
-        head = kind.capitalize() + (f" {number}" if number else "") + (f" ({title})" if title else "")
-        return ([f'<a id="{label}"></a>'] if label else []) + _quote(
-            [f"**{head}.**" if kind != "exercise" else f"**{head}**", ""] + inner)
+        head = kind.capitalize()
+        if number:
+            head += f" {number}"
+        if title:
+            head += f" ({title})"
+        head = f"**{head}**" if kind == "exercise" else f"**{head}.**"
+        anchor = [f'<a id="{label}"></a>'] if label else []
+        return anchor + _quote([head, ""] + inner)
     if kind == "proof":
         inner = [f"*Proof.* {inner[0] if inner else ''}".rstrip()] + inner[1:]
         return _quote(inner[:-1] + [inner[-1] + " ∎"])
@@ -187,8 +192,9 @@ def _directive(fence, refs):
         return _details(_solution_title(arg, refs) if name == "solution" else title or "Details",
                         inner)
     if name == "math":
-        return ([f'<a id="{fence.options["label"]}"></a>'] if "label" in fence.options else []
-                ) + ["$$", *fence.body, "$$"]
+        label = fence.options.get("label")
+        anchor = [f'<a id="{label}"></a>'] if "label" in fence.options else []
+        return anchor + ["$$", *fence.body, "$$"]
     if name in ("code-block", "code", "sourcecode"):
         return ["```" + arg, *fence.body, "```"]
     if name == "bibliography":

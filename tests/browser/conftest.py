@@ -9,7 +9,8 @@
   it the browser tests SKIP, unless BOOK_REQUIRE_BROWSER=1 (CI), where they fail.
 * `book_page(docname, width)` is a page of the book, fresh for each test (the tests
   that click); `seen_page` the same page loaded once per session, for the tests that
-  only look; `open_page(path, width)` loads any path. Each records what went wrong:
+  only look, and `seen_search(word)` the search page for a word; `open_page(path,
+  width)` loads any path. Each records what went wrong:
   console errors and warnings, page errors, failed requests, HTTP errors, and any
   request to a host other than localhost (blocked).
 """
@@ -145,13 +146,13 @@ def open_page(browser, server):
         context.close()
 
 
-def _pages(browser, server):
+def _pages(browser, server, path=lambda docname: f"{docname}.html"):
     cache = {}
 
-    def _get(docname, viewport=DESKTOP):
-        key = (docname, viewport["width"])
+    def _get(name, viewport=DESKTOP):
+        key = (name, viewport["width"])
         if key not in cache:
-            cache[key] = _load(browser, server, f"{docname}.html", viewport)
+            cache[key] = _load(browser, server, path(name), viewport)
         return cache[key]
 
     return cache, _get
@@ -180,6 +181,16 @@ def seen_page(browser, server):
     clicks takes `book_page` instead.
     """
     cache, get = _pages(browser, server)
+    yield get
+    for loaded in cache.values():
+        loaded.context.close()
+
+
+@pytest.fixture(scope="session")
+def seen_search(browser, server):
+    """`search.html?q=<word>`, loaded once per session and word, for tests that only read
+    its results: several chapters share the word they are searched by."""
+    cache, get = _pages(browser, server, lambda word: f"search.html?q={word}")
     yield get
     for loaded in cache.values():
         loaded.context.close()

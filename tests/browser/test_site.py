@@ -129,10 +129,10 @@ def _body_word(page):
 
 
 @pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_search_finds_the_chapter(seen_page, open_page, docname):
+def test_search_finds_the_chapter(seen_page, seen_search, docname):
     chapter = seen_page(docname)
     word = _body_word(chapter.page)
-    loaded = open_page(f"search.html?q={word}")
+    loaded = seen_search(word)
     page = loaded.page
     page.wait_for_selector("#search-results ul.search li, #search-results p",
                            timeout=20000)
@@ -148,16 +148,28 @@ def test_search_finds_the_chapter(seen_page, open_page, docname):
     assert not loaded.problems, "\n".join(loaded.problems)
 
 
-@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
-def test_download_menu_gives_the_executed_notebook(book_page, docname):
-    loaded = book_page(docname)
-    page = loaded.page
-    page.click("button[aria-label='Download this page']")
-    link = page.locator("a.btn-download-notebook-button")
+DOWNLOAD_BUTTON = "button[aria-label='Download this page']"
+NOTEBOOK_LINK = "a.btn-download-notebook-button"
+
+
+def test_the_download_menu_opens_on_a_click(book_page):
+    """The theme's menu, the same on every page: clicked once, on the last chapter (the
+    test below reads each chapter's link without opening its menu)."""
+    page = book_page(CHAPTERS[-1]).page
+    link = page.locator(NOTEBOOK_LINK)
+    assert not link.is_visible(), "the download menu is open before a click"
+    page.click(DOWNLOAD_BUTTON)
     link.wait_for(state="visible", timeout=5000)
     assert ".ipynb" in link.inner_text()
+
+
+@pytest.mark.parametrize("docname", CHAPTERS, ids=page_id)
+def test_download_menu_gives_the_executed_notebook(seen_page, docname):
+    page = seen_page(docname).page
+    assert page.locator(DOWNLOAD_BUTTON).count() == 1, "the page has no download menu"
+    link = page.locator(NOTEBOOK_LINK)
+    assert link.count() == 1 and ".ipynb" in link.text_content()
     url = urljoin(page.url, link.get_attribute("href"))
-    page.keyboard.press("Escape")
     response = page.request.get(url)
     assert response.ok, f"{url}: HTTP {response.status}"
     nb = nbformat.reads(response.text(), as_version=4)
@@ -175,8 +187,8 @@ def test_download_menu_gives_the_executed_notebook(book_page, docname):
     assert "engine-snapshot" in code[0].metadata.get("tags", []), "no engine in the first cell"
 
 
-def test_intro_links_the_archive(book_page):
-    loaded = book_page(PAGES[0])
+def test_intro_links_the_archive(seen_page):
+    loaded = seen_page(PAGES[0])
     page = loaded.page
     link = page.locator("a.book-archive")
     assert link.count() == 1, "the intro has no link to the book's archive"
