@@ -307,3 +307,17 @@ def test_unclosed_options_block_names_its_opening_line(tmp_path):
         myst_reader.read_chapter(path, verifier.ROOT)
     assert error.value.line == line_of(path, "expect: a") - 1
     assert "never closed" in error.value.what
+
+
+def test_a_chapter_whose_options_block_never_closes_is_not_run_as_built(tmp_path):
+    """Commenting out an unclosed block leaves its `---` line: the text the build reads
+    still has the problem, so the executor does not run that chapter (the build fails on
+    the warning at that line), rather than run it with a cell that lost its options."""
+    import engine_cache
+
+    text = FRONT + "\n# T\n\n```{code-cell} ipython3\n---\nexpect: a\nprint(2)\n```\n"
+    path = tmp_path / "t.md"
+    path.write_text(text)
+    fixed, problems = myst_reader.comment_out_bad_options(text)
+    assert problems and myst_reader.comment_out_bad_options(fixed)[1]
+    assert engine_cache.read_as_built(path, verifier.ROOT) is None

@@ -10,7 +10,7 @@ from pathlib import Path
 import execution
 import snapshots
 from book_config import ROOT, RUNTIME_PINS, content_hash, data_files, is_notebook
-from myst_reader import comment_out_bad_options, parse_chapter
+from myst_reader import ChapterError, read_chapter, comment_out_bad_options
 
 KEY = "engine_run"  # in a cache record's data: what the outputs were made with
 NUMERICS = "numerics"  # and the numbers of the machine that made them (execution.numerics_json)
@@ -67,8 +67,10 @@ def read_as_built(path, root=ROOT):
     if not is_notebook(text):
         return None
     try:
-        return parse_chapter(path, comment_out_bad_options(text, root)[0], root)
-    except ValueError:  # myst-nb's, for a notebook it cannot read
+        # read_chapter checks the cleaned text again: a block that never closes keeps its
+        # `---` line, so the problem stays, and the chapter is not run
+        return read_chapter(path, root, text=comment_out_bad_options(text, root)[0])
+    except (ChapterError, ValueError):
         return None
 
 

@@ -196,22 +196,16 @@ def code_cells(nb) -> list[CodeCell]:
 def read_chapter(path, root=ROOT, text=None) -> Chapter:
     """The chapter at `path` as myst-nb reads it; options that do not read (as the build
     finds them) raise ChapterError naming their line."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
     path = Path(path).resolve()
     text = path.read_text(encoding="utf8") if text is None else text
     problems = comment_out_bad_options(text, root)[1]
     if problems:
         raise ChapterError(path, *problems[0], root)
-    return parse_chapter(path, text, root)
-
-
-def parse_chapter(path, text, root=ROOT) -> Chapter:
-    """`text` as myst-nb reads it, its options unchecked: `read_chapter` checks them first,
-    engine_cache.read_as_built comments out those that do not read."""
-    from myst_nb.core.read import read_myst_markdown_notebook
-
     nb = read_myst_markdown_notebook(text, config=md_parser_config(root), add_source_map=True,
                                      path=str(path))
-    return Chapter(Path(path).resolve(), text, nb, code_cells(nb))
+    return Chapter(path, text, nb, code_cells(nb))
 
 
 @dataclasses.dataclass

@@ -178,7 +178,8 @@ def seen_page(browser, server):
     Typesetting the math takes a second or two per load on a small machine, and most
     tests only read the page (its size, its text, its images): they share one load,
     whose problems list holds what its loading caused, nothing else. A test that
-    clicks takes `book_page` instead.
+    clicks takes `book_page` instead, unless it leaves the page as it found it (the
+    download menu, opened and closed again).
     """
     cache, get = _pages(browser, server)
     yield get
