@@ -1,13 +1,13 @@
 """Tests that mostly wait on a child process, run beside the session in one thread.
 
 A probe book's builds, the quick benchmark run, the child that builds a graph a million
-operations deep: the test process only waits on them, one after another, while a core
-is often idle (the README's test command used about 1.3 of the two cores). A module
+operations deep: the test process would only wait on them, one after another, while
+other tests could run. A module
 defines `side_jobs(item)`, the `Job`s a test reads; tests/conftest.py starts every
 selected test's jobs as the session starts, in one thread, one job at a time, and runs
 those tests last, when their jobs are done. A test, or a fixture, calls `job.result()`:
 the job's value, or the exception it raised (an assertion inside it fails the test
-that reads it). Run alone, a test starts its job and waits for it, as before.
+that reads it). Run alone, a test starts its job and waits for it.
 """
 
 from __future__ import annotations
